@@ -1,0 +1,97 @@
+package herald
+
+import (
+	"context"
+	"time"
+)
+
+// Path is the sequence of stages a carrier takes a message through.
+type Path int
+
+// The carrier paths.
+const (
+	// PathDirect: acceptance is final. SENT_TO_NS -> DELIVERY_SUCCESSFUL.
+	PathDirect Path = iota
+	// PathPush: SENT_TO_NS -> DELIVERED_TO_NS -> SENT_TO_DEVICE ->
+	// DELIVERY_SUCCESSFUL, driven by the carrier's events.
+	PathPush
+	// PathPull: SENT_TO_NS -> DELIVERED_TO_NS, then the task is polled until
+	// it finishes.
+	PathPull
+)
+
+func (p Path) String() string {
+	switch p {
+	case PathPush:
+		return "push"
+	case PathPull:
+		return "pull"
+	default:
+		return "direct"
+	}
+}
+
+// Carrier hands messages to the next hop.
+type Carrier interface {
+	// Path says which stages this carrier's messages pass.
+	Path() Path
+	// Validate checks a new message's carrier fields (target, params) and
+	// returns an *InvalidError when they are wrong.
+	Validate(m *Message) error
+	// Send hands m over. ctx carries the accept deadline. A nil error means
+	// the carrier accepted it; the result's ExternalID identifies it there.
+	// Return Permanent(err) when no retry can succeed, RetryAfter(d, err) to
+	// ask for a minimum wait.
+	Send(ctx context.Context, m *Message) (SendResult, error)
+}
+
+// SendResult is what a carrier says when it accepts a message.
+type SendResult struct {
+	ExternalID string
+}
+
+// Poller is implemented by pull carriers: it asks the carrier how a task it
+// accepted is doing.
+type Poller interface {
+	Poll(ctx context.Context, m *Message) (PollResult, error)
+}
+
+// PollResult is the state of a pulled task.
+type PollResult int
+
+// The poll results.
+const (
+	PollPending PollResult = iota // not finished: poll again later
+	PollSucceeded
+	PollFailed
+)
+
+// QueueChecker is implemented by push carriers that can tell whether a
+// message they accepted is still waiting in their own queue; the reaper then
+// extends its DELIVERED_TO_NS deadline instead of retrying it.
+type QueueChecker interface {
+	StillQueued(ctx context.Context, m *Message) (bool, error)
+}
+
+// Route is a named carrier instance with its policy.
+type Route struct {
+	Name    string
+	Carrier Carrier
+	Policy  Policy
+	Lane    string // default lane for messages that name none
+	// PermanentErrors are the patterns whose errors fail at once. Nil means
+	// DefaultPermanentPatterns.
+	PermanentErrors []string
+}
+
+// timeoutFor returns the deadline length of an in-flight stage.
+func (p Policy) timeoutFor(s Status) time.Duration {
+	switch s {
+	case StatusSentToNS:
+		return p.Timeouts.Accept
+	case StatusDeliveredToNS:
+		return p.Timeouts.Carrier
+	default:
+		return p.Timeouts.Device
+	}
+}

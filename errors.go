@@ -1,0 +1,117 @@
+package herald
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Sentinel errors.
+var (
+	// ErrNotFound is returned when a message does not exist or belongs to another tenant.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is returned by Store.Transition when the message is no longer
+	// in the expected status or under the expected lease.
+	ErrConflict = errors.New("status conflict")
+	// ErrUnknownRoute is returned when a message names a route that is not configured.
+	ErrUnknownRoute = errors.New("unknown route")
+	// ErrNotCancellable is returned when cancelling a message that is not QUEUED or TO_RETRY.
+	ErrNotCancellable = errors.New("not cancellable")
+	// ErrNotReplayable is returned when replaying a message that is not DELIVERY_FAILED or CANCELLED.
+	ErrNotReplayable = errors.New("not replayable")
+	// ErrStoreUnavailable is returned when the store cannot be reached; callers may try again.
+	ErrStoreUnavailable = errors.New("store unavailable")
+)
+
+// InvalidError is returned for bad input: Field names what is wrong.
+type InvalidError struct {
+	Field   string
+	Message string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Message }
+
+// Invalid returns an *InvalidError for field.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// PermanentError marks a carrier failure that no retry can fix: the message
+// fails at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so the engine fails the message without retrying.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// RetryAfterError is a transient carrier failure that asks for a minimum wait
+// (an HTTP Retry-After, a rate limit's reset).
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter wraps err so the next attempt waits at least d.
+func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{After: d, Err: err} }
+
+// DefaultPermanentPatterns are the error texts that mean the target is gone
+// for good (seed 001): a message failing with one of them is not retried.
+var DefaultPermanentPatterns = []string{
+	`chat not found`,
+	`user not found`,
+	`bot was blocked`,
+	`forbidden: bot was kicked`,
+	`chat_id is empty`,
+	`no conversation reference found`,
+	`ambiguous.*recipient`,
+}
+
+// ErrorClassifier decides whether a carrier error is permanent.
+type ErrorClassifier struct {
+	patterns []*regexp.Regexp
+}
+
+// NewErrorClassifier compiles patterns (case-insensitive regular expressions).
+func NewErrorClassifier(patterns []string) (*ErrorClassifier, error) {
+	c := &ErrorClassifier{}
+	for _, p := range patterns {
+		re, err := regexp.Compile("(?i)" + p)
+		if err != nil {
+			return nil, fmt.Errorf("permanent error pattern %q: %w", p, err)
+		}
+		c.patterns = append(c.patterns, re)
+	}
+	return c, nil
+}
+
+// Permanent reports whether err is permanent: a *PermanentError, or a text
+// that matches one of the classifier's patterns.
+func (c *ErrorClassifier) Permanent(err error) bool {
+	var pe *PermanentError
+	if errors.As(err, &pe) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, re := range c.patterns {
+		if re.MatchString(msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter returns the wait a transient error asks for, or 0.
+func retryAfter(err error) time.Duration {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.After
+	}
+	return 0
+}

@@ -1,0 +1,44 @@
+package herald
+
+import "time"
+
+// Message is one payload for one target through one route, with its
+// lifecycle state. Stores persist every field; the Timeline is filled only
+// by Store.Get.
+type Message struct {
+	ID             string            // time-ordered, assigned by herald
+	Tenant         string            // owner; a tenant sees only its own messages
+	Route          string            // the configured route it is sent through
+	Target         string            // the recipient as the carrier knows it
+	Lane           string            // flow-control key
+	Payload        []byte            // bytes to deliver (or Text)
+	Text           string            // text to deliver (or Payload)
+	Params         map[string]string // carrier-specific options
+	Priority       int               // higher is sent sooner
+	CorrelationID  string            // the caller's own id
+	IdempotencyKey string            // repeat sends with this key return the first message
+	CoalesceKey    string            // a newer message with this key replaces a waiting older one
+
+	Status      Status
+	Attempt     int       // sends started so far
+	MaxAttempts int       // sends allowed before DELIVERY_FAILED
+	CreatedAt   time.Time // when it was first stored
+	UpdatedAt   time.Time // when it last changed status
+	DueAt       time.Time // when a QUEUED/TO_RETRY message may be dispatched, or a pull message polled
+	Deadline    time.Time // the current in-flight stage's deadline; zero when none
+	ExpiresAt   time.Time // after it the message fails "expired"; zero for never
+	ExternalID  string    // the carrier's id for the item or task
+	LastError   string    // the last failure's text
+	Lease       int64     // fencing token of the current claim; 0 when not claimed
+
+	Timeline []TimelineEntry
+}
+
+// TimelineEntry records one transition of a message.
+type TimelineEntry struct {
+	At      time.Time
+	From    Status // empty for the entry that records the message's creation
+	To      Status
+	Attempt int
+	Reason  string
+}

@@ -1,0 +1,228 @@
+package herald
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// RetryKind names how a RetryPolicy spaces its retries.
+type RetryKind string
+
+// The retry kinds.
+const (
+	// RetryExponential waits Base × Multiplier^(n-1) before retry n, capped at Max,
+	// plus a random 0..Jitter share of that delay.
+	RetryExponential RetryKind = "exponential"
+	// RetrySchedule waits Schedule[n-1] before retry n; the last step repeats.
+	RetrySchedule RetryKind = "schedule"
+	// RetryConstant waits Base before every retry.
+	RetryConstant RetryKind = "constant"
+)
+
+// RetryPolicy says how long to wait before each retry.
+type RetryPolicy struct {
+	Kind       RetryKind
+	Base       time.Duration   // first delay (exponential), every delay (constant)
+	Multiplier float64         // growth per retry (exponential). Defaults to 2.
+	Max        time.Duration   // cap on the delay before jitter (exponential); 0 for none
+	Jitter     float64         // 0..0.5: extra random share of the delay
+	Schedule   []time.Duration // delays in order (schedule); the last is the cap
+}
+
+// Delay returns the wait before retry n (n = 1 for the first retry), given a
+// random number rnd in [0, 1) for the jitter.
+func (r RetryPolicy) Delay(n int, rnd float64) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	var d time.Duration
+	switch r.Kind {
+	case RetrySchedule:
+		if len(r.Schedule) == 0 {
+			return 0
+		}
+		d = r.Schedule[min(n, len(r.Schedule))-1]
+	case RetryConstant:
+		d = r.Base
+	default:
+		mult := r.Multiplier
+		if mult == 0 {
+			mult = 2
+		}
+		f := float64(r.Base) * math.Pow(mult, float64(n-1))
+		if r.Max > 0 && f > float64(r.Max) {
+			f = float64(r.Max)
+		}
+		if f > float64(math.MaxInt64/2) {
+			f = float64(math.MaxInt64 / 2)
+		}
+		d = time.Duration(f)
+	}
+	if r.Jitter > 0 {
+		d += time.Duration(float64(d) * r.Jitter * rnd)
+	}
+	return d
+}
+
+// Validate reports the first thing wrong with r.
+func (r RetryPolicy) Validate() error {
+	switch r.Kind {
+	case RetryExponential:
+		if r.Base <= 0 {
+			return fmt.Errorf("retry: exponential needs base > 0")
+		}
+		if r.Multiplier != 0 && r.Multiplier < 1 {
+			return fmt.Errorf("retry: multiplier %v must be >= 1", r.Multiplier)
+		}
+	case RetrySchedule:
+		if len(r.Schedule) == 0 {
+			return fmt.Errorf("retry: schedule needs at least one step")
+		}
+		for _, d := range r.Schedule {
+			if d < 0 {
+				return fmt.Errorf("retry: schedule step %v is negative", d)
+			}
+		}
+	case RetryConstant:
+		if r.Base < 0 {
+			return fmt.Errorf("retry: constant base %v is negative", r.Base)
+		}
+	default:
+		return fmt.Errorf("retry: unknown kind %q (want exponential, schedule or constant)", r.Kind)
+	}
+	if r.Jitter < 0 || r.Jitter > 0.5 {
+		return fmt.Errorf("retry: jitter %v must be within 0..0.5", r.Jitter)
+	}
+	return nil
+}
+
+// Timeouts are the deadlines of the in-flight stages.
+type Timeouts struct {
+	// Accept bounds SENT_TO_NS: the carrier must answer the send by then.
+	Accept time.Duration
+	// Carrier bounds DELIVERED_TO_NS: the carrier must transmit (push) or
+	// finish the task (pull) by then.
+	Carrier time.Duration
+	// Device bounds SENT_TO_DEVICE: the device must confirm by then (push).
+	Device time.Duration
+}
+
+// PollStep says how long to wait between polls of a pull carrier's task once
+// the message is at least Age old.
+type PollStep struct {
+	Age   time.Duration
+	Delay time.Duration
+}
+
+// Policy is what a route does with its messages over time.
+type Policy struct {
+	Retry       RetryPolicy
+	MaxAttempts int           // sends allowed; after the last failure, DELIVERY_FAILED
+	MaxAge      time.Duration // default expiry after creation; 0 for none
+	Timeouts    Timeouts
+	// RetryCarrierTimeout: a DELIVERED_TO_NS deadline retries the message when
+	// true, and fails it at once when false (pull carriers: no retry after acceptance).
+	RetryCarrierTimeout bool
+	// PollDelays: how often a pull carrier's task is polled, by message age.
+	PollDelays []PollStep
+}
+
+// PollDelay returns the wait before the next poll of a message of the given age.
+func (p Policy) PollDelay(age time.Duration) time.Duration {
+	d := 5 * time.Second
+	for _, s := range p.PollDelays {
+		if age >= s.Age {
+			d = s.Delay
+		}
+	}
+	return d
+}
+
+// Validate reports the first thing wrong with p.
+func (p Policy) Validate() error {
+	if err := p.Retry.Validate(); err != nil {
+		return err
+	}
+	if p.MaxAttempts < 1 {
+		return fmt.Errorf("max_attempts %d must be >= 1", p.MaxAttempts)
+	}
+	if p.MaxAge < 0 {
+		return fmt.Errorf("max_age %v is negative", p.MaxAge)
+	}
+	if p.Timeouts.Accept <= 0 || p.Timeouts.Carrier <= 0 || p.Timeouts.Device <= 0 {
+		return fmt.Errorf("timeouts must all be > 0 (accept %v, carrier %v, device %v)",
+			p.Timeouts.Accept, p.Timeouts.Carrier, p.Timeouts.Device)
+	}
+	return nil
+}
+
+// Profile names a policy preset that reproduces one seed system's behaviour.
+type Profile string
+
+// The profiles.
+const (
+	ProfileLoRaWAN  Profile = "lorawan"  // ChirpStack downlinks (seed 000, push)
+	ProfileTaskPoll Profile = "taskpoll" // Calin-style polled task API (seed 000, pull)
+	ProfileChannel  Profile = "channel"  // chat channels and webhooks (seed 001)
+	ProfileLXMF     Profile = "lxmf"     // LXMF store-and-forward (seed 002)
+	ProfileClassC   Profile = "classc"   // class-C display downlinks (seed 003)
+	ProfileRoom     Profile = "room"     // room push subscriptions (seed 004)
+)
+
+// Profiles maps each profile to its policy, with the seeds' numbers.
+var Profiles = map[Profile]Policy{
+	ProfileLoRaWAN: {
+		Retry:               RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Hour, Jitter: 0.5},
+		MaxAttempts:         12,
+		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
+		RetryCarrierTimeout: true,
+	},
+	ProfileTaskPoll: {
+		Retry:       RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Hour, Jitter: 0.5},
+		MaxAttempts: 12,
+		MaxAge:      48 * time.Hour,
+		Timeouts:    Timeouts{Accept: 20 * time.Second, Carrier: 48 * time.Hour, Device: 12 * time.Second},
+		PollDelays: []PollStep{
+			{Age: 0, Delay: 10 * time.Second},
+			{Age: time.Minute, Delay: 15 * time.Second},
+			{Age: 5 * time.Minute, Delay: 20 * time.Second},
+			{Age: 15 * time.Minute, Delay: 30 * time.Second},
+		},
+	},
+	ProfileChannel: {
+		Retry:               RetryPolicy{Kind: RetrySchedule, Schedule: []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}},
+		MaxAttempts:         10,
+		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
+		RetryCarrierTimeout: true,
+	},
+	ProfileLXMF: {
+		Retry:               RetryPolicy{Kind: RetryConstant, Base: 10 * time.Second},
+		MaxAttempts:         5,
+		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
+		RetryCarrierTimeout: true,
+	},
+	ProfileClassC: {
+		Retry:               RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Minute},
+		MaxAttempts:         5,
+		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
+		RetryCarrierTimeout: true,
+	},
+	ProfileRoom: {
+		Retry:               RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: time.Hour},
+		MaxAttempts:         5,
+		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
+		RetryCarrierTimeout: true,
+	},
+}
+
+// ProfilePolicy returns the policy of the named profile.
+func ProfilePolicy(name Profile) (Policy, error) {
+	p, ok := Profiles[name]
+	if !ok {
+		return Policy{}, fmt.Errorf("unknown profile %q (want lorawan, taskpoll, channel, lxmf, classc or room)", name)
+	}
+	p.Retry.Schedule = append([]time.Duration(nil), p.Retry.Schedule...)
+	p.PollDelays = append([]PollStep(nil), p.PollDelays...)
+	return p, nil
+}

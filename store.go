@@ -1,0 +1,166 @@
+package herald
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists messages, their timelines and the outcome-event outbox.
+// Every method is safe for concurrent use, and every change it reports as
+// done is durable. Implementations must pass storetest.Exercise.
+type Store interface {
+	// Create stores m (status QUEUED) with a creation entry in its timeline.
+	// When m.IdempotencyKey is set and a message with the same tenant, route
+	// and key exists, Create stores nothing and returns that message with
+	// created = false. When m.CoalesceKey is set, every message of the same
+	// tenant, route and key that is still QUEUED or TO_RETRY moves to
+	// CANCELLED with reason "coalesced", in the same transaction.
+	Create(ctx context.Context, m *Message, opt CreateOptions) (stored *Message, created bool, err error)
+
+	// Get returns the message with its timeline, or ErrNotFound.
+	Get(ctx context.Context, id string) (*Message, error)
+
+	// List returns messages matching q, newest first, without timelines, and
+	// the cursor of the next page ("" when there is none).
+	List(ctx context.Context, q Query) ([]*Message, string, error)
+
+	// Claim atomically moves up to c.Limit due messages (QUEUED with DueAt <=
+	// c.Now) to SENT_TO_NS, highest priority first and first-in first-out
+	// within a priority: it increments Attempt, sets Deadline to c.Now plus the
+	// route's accept timeout, assigns a fresh Lease and records the transition.
+	// A message is claimed by one caller only, across processes.
+	Claim(ctx context.Context, c Claim) ([]*Message, error)
+
+	// Release moves up to limit TO_RETRY messages whose DueAt <= now back to
+	// QUEUED and returns how many moved.
+	Release(ctx context.Context, now time.Time, limit int) (int, error)
+
+	// Transition applies t if the message is still in t.From (and, when
+	// t.Lease != 0, still under that lease); otherwise it changes nothing and
+	// returns ErrConflict. It returns ErrNotFound for an unknown id.
+	Transition(ctx context.Context, t Transition) error
+
+	// Overdue returns up to limit active messages that need the reaper: in
+	// flight past their Deadline, past their ExpiresAt, or DELIVERED_TO_NS
+	// with a DueAt (a poll) <= now.
+	Overdue(ctx context.Context, now time.Time, limit int) ([]*Message, error)
+
+	// FindByExternalID returns the active message of route whose carrier id is
+	// externalID, or ErrNotFound.
+	FindByExternalID(ctx context.Context, route, externalID string) (*Message, error)
+
+	// ActiveRoutes returns the routes that have messages not yet terminal.
+	ActiveRoutes(ctx context.Context) ([]string, error)
+
+	// Counts returns the number of messages by tenant, route and status.
+	Counts(ctx context.Context) ([]Count, error)
+
+	// Purge deletes DELIVERY_FAILED messages matching q and returns how many.
+	Purge(ctx context.Context, q PurgeQuery) (int, error)
+
+	// Prune deletes up to limit terminal messages last updated before before,
+	// and returns how many.
+	Prune(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// ClaimEvents returns up to limit outbox events due at now, and hides them
+	// from other claims until leaseUntil.
+	ClaimEvents(ctx context.Context, now time.Time, limit int, leaseUntil time.Time) ([]Event, error)
+
+	// SettleEvent records what happened to a claimed event: delivered (it is
+	// deleted), to be retried at r.RetryAt, or dead.
+	SettleEvent(ctx context.Context, r EventResult) error
+
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// CreateOptions are Create's side effects.
+type CreateOptions struct {
+	// CoalesceNotify names the subscribers to tell about messages that the new
+	// one cancels by coalescing.
+	CoalesceNotify []string
+}
+
+// Claim is a request to Store.Claim.
+type Claim struct {
+	Now   time.Time
+	Limit int
+	// AcceptTimeouts gives each route's SENT_TO_NS deadline; DefaultAccept the rest.
+	AcceptTimeouts map[string]time.Duration
+	DefaultAccept  time.Duration
+}
+
+// Transition is a compare-and-set of a message's status.
+type Transition struct {
+	ID    string
+	From  Status // the status the message must be in
+	To    Status
+	Lease int64 // when non-zero, the lease the message must be under
+	At    time.Time
+	// Reason is recorded in the timeline entry.
+	Reason string
+
+	DueAt      time.Time // the message's new DueAt (zero clears it)
+	Deadline   time.Time // the new stage deadline (zero clears it)
+	ExpiresAt  time.Time // when non-zero, replaces ExpiresAt
+	ExternalID string    // when non-empty, replaces ExternalID
+	LastError  string    // when non-empty, replaces LastError
+	// ResetAttempts sets Attempt to 0 (replay).
+	ResetAttempts bool
+	// Notify names the subscribers to enqueue an outcome event for.
+	Notify []string
+}
+
+// Query selects messages for Store.List. Empty fields match everything.
+type Query struct {
+	Tenant        string
+	Status        Status
+	Route         string
+	CorrelationID string
+	// Reason, with Status DELIVERY_FAILED, matches LastError by substring.
+	Reason string
+	// Since and Until bound UpdatedAt (inclusive, exclusive) when non-zero.
+	Since, Until time.Time
+	Limit        int    // defaults to 100
+	Cursor       string // from the previous page
+}
+
+// PurgeQuery selects dead letters for Store.Purge.
+type PurgeQuery struct {
+	Tenant string
+	Route  string    // empty for all routes
+	Before time.Time // zero for any time: UpdatedAt before it
+}
+
+// Count is one line of Store.Counts.
+type Count struct {
+	Tenant string
+	Route  string
+	Status Status
+	N      int
+	// OldestCreated is the oldest CreatedAt among the counted messages.
+	OldestCreated time.Time
+}
+
+// Event is an outcome event in the outbox, bound for one subscriber.
+type Event struct {
+	ID         string
+	Subscriber string
+	MessageID  string
+	Type       Status // the status the message moved to
+	At         time.Time
+	Attempt    int // deliveries tried so far
+}
+
+// EventResult settles a claimed Event.
+type EventResult struct {
+	ID        string
+	Delivered bool      // the subscriber took it: delete it
+	Dead      bool      // out of attempts: keep it as dead
+	RetryAt   time.Time // otherwise: try again then
+	Attempt   int       // deliveries tried so far, this one included
+	Error     string
+}

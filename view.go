@@ -1,0 +1,97 @@
+package herald
+
+import (
+	"context"
+	"encoding/base64"
+	"time"
+)
+
+// MessageView is the JSON shape of a message that users read: the HTTP API's
+// responses and the outcome events' "message" field.
+type MessageView struct {
+	ID            string            `json:"id"`
+	Route         string            `json:"route"`
+	Target        string            `json:"target"`
+	Lane          string            `json:"lane"`
+	Status        Status            `json:"status"`
+	Attempt       int               `json:"attempt"`
+	MaxAttempts   int               `json:"max_attempts"`
+	Priority      int               `json:"priority"`
+	CorrelationID string            `json:"correlation_id"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	NextAttemptAt *time.Time        `json:"next_attempt_at"`
+	Deadline      *time.Time        `json:"deadline"`
+	ExpiresAt     *time.Time        `json:"expires_at"`
+	ExternalID    string            `json:"external_id"`
+	LastError     string            `json:"last_error"`
+	Payload       string            `json:"payload,omitempty"`
+	Text          string            `json:"text,omitempty"`
+	Params        map[string]string `json:"params,omitempty"`
+	Timeline      []TimelineView    `json:"timeline"`
+}
+
+// TimelineView is the JSON shape of a TimelineEntry.
+type TimelineView struct {
+	At      time.Time `json:"at"`
+	From    Status    `json:"from"`
+	To      Status    `json:"to"`
+	Attempt int       `json:"attempt"`
+	Reason  string    `json:"reason"`
+}
+
+// View returns the user-facing shape of m.
+func (m *Message) View() MessageView {
+	v := MessageView{
+		ID: m.ID, Route: m.Route, Target: m.Target, Lane: m.Lane, Status: m.Status,
+		Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, Priority: m.Priority,
+		CorrelationID: m.CorrelationID, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
+		ExternalID: m.ExternalID, LastError: m.LastError, Text: m.Text, Params: m.Params,
+		Timeline: make([]TimelineView, 0, len(m.Timeline)),
+	}
+	if len(m.Payload) > 0 {
+		v.Payload = base64.StdEncoding.EncodeToString(m.Payload)
+	}
+	if m.Status.Waiting() && !m.DueAt.IsZero() && m.DueAt.After(m.CreatedAt) {
+		v.NextAttemptAt = utcPtr(m.DueAt)
+	}
+	if m.Status.InFlight() && !m.Deadline.IsZero() {
+		v.Deadline = utcPtr(m.Deadline)
+	}
+	if !m.ExpiresAt.IsZero() {
+		v.ExpiresAt = utcPtr(m.ExpiresAt)
+	}
+	for _, e := range m.Timeline {
+		v.Timeline = append(v.Timeline, TimelineView{At: e.At.UTC(), From: e.From, To: e.To, Attempt: e.Attempt, Reason: e.Reason})
+	}
+	return v
+}
+
+func utcPtr(t time.Time) *time.Time {
+	u := t.UTC()
+	return &u
+}
+
+// OutcomeEvent is the JSON body sent to an outcome subscriber.
+type OutcomeEvent struct {
+	ID      string      `json:"id"`
+	Type    Status      `json:"type"`
+	At      time.Time   `json:"at"`
+	Message MessageView `json:"message"`
+}
+
+// EventSink delivers outcome events to one subscriber.
+type EventSink interface {
+	// Deliver sends e; eventID is stable across retries of the same event.
+	Deliver(ctx context.Context, e OutcomeEvent) error
+}
+
+// Subscriber receives an outcome event for each transition it subscribes to.
+type Subscriber struct {
+	Name  string
+	Types []Status // defaults to DELIVERY_SUCCESSFUL and DELIVERY_FAILED
+	Retry RetryPolicy
+	// MaxAttempts bounds deliveries of one event; after the last it is dead.
+	MaxAttempts int
+	Sink        EventSink
+}
