@@ -37,7 +37,10 @@ type Store interface {
 
 	// Transition applies t if the message is still in t.From (and, when
 	// t.Lease != 0, still under that lease); otherwise it changes nothing and
-	// returns ErrConflict. It returns ErrNotFound for an unknown id.
+	// returns ErrConflict. It returns ErrNotFound for an unknown id. When
+	// t.To == t.From the status stays and no timeline entry is written: the
+	// transition only updates the fields (a poll rescheduled, a deadline
+	// extended).
 	Transition(ctx context.Context, t Transition) error
 
 	// Overdue returns up to limit active messages that need the reaper: in

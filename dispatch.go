@@ -1,0 +1,176 @@
+package herald
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// dispatchLoop claims due messages and sends them, as fast as free send slots
+// allow; it sleeps when nothing is due until woken by a new message, a
+// finished send or the poll interval.
+func (e *Engine) dispatchLoop(ctx context.Context) {
+	ticker := time.NewTicker(e.cfg.PollInterval)
+	defer ticker.Stop()
+	failures := 0
+	for {
+		n, err := e.dispatchRound(ctx)
+		if err != nil {
+			failures++
+			e.problem("store_error", "dispatch: claim", "err", err)
+			if !sleep(ctx, backoff(failures)) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		if n > 0 {
+			continue
+		}
+		release := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		case <-e.retryPending:
+			release = true
+		case <-ticker.C:
+			release = true
+		}
+		if release {
+			if _, err := e.store.Release(ctx, e.clock.Now(), 1000); err != nil && ctx.Err() == nil {
+				e.problem("store_error", "dispatch: release retries", "err", err)
+			}
+		}
+	}
+}
+
+// backoff is how long a loop waits after its n-th store failure in a row.
+func backoff(n int) time.Duration {
+	d := 100 * time.Millisecond << min(n, 6)
+	return min(d, 5*time.Second)
+}
+
+// dispatchRound claims as many due messages as there are free send slots and
+// starts their sends. It returns how many it started.
+func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
+	e.dispatchMu.Lock()
+	defer e.dispatchMu.Unlock()
+	free := cap(e.slots) - len(e.slots)
+	if free == 0 {
+		return 0, nil
+	}
+	msgs, err := e.store.Claim(ctx, Claim{
+		Now:            e.clock.Now(),
+		Limit:          min(free, e.cfg.ClaimBatch),
+		AcceptTimeouts: e.acceptTimeouts(),
+		DefaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range msgs {
+		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
+		e.slots <- struct{}{}
+		e.sends.Add(1)
+		go func() {
+			defer func() {
+				<-e.slots
+				e.sends.Done()
+				e.nudge(e.wake)
+			}()
+			e.deliver(m)
+		}()
+	}
+	return len(msgs), nil
+}
+
+func (e *Engine) acceptTimeouts() map[string]time.Duration {
+	t := make(map[string]time.Duration, len(e.routes))
+	for name, r := range e.routes {
+		t[name] = r.Policy.Timeouts.Accept
+	}
+	return t
+}
+
+// deliver hands a claimed message to its carrier and records the answer.
+func (e *Engine) deliver(m *Message) {
+	ctx := e.sendCtx
+	r, ok := e.routes[m.Route]
+	if !ok {
+		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"})
+		return
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
+	res, err := r.Carrier.Send(sendCtx, m)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			// Shutting down: the message stays SENT_TO_NS and is retried after its deadline.
+			return
+		}
+		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
+		e.obs.Problem("carrier_error")
+		e.record(ctx, m, e.failure(r, m, err, "send failed"))
+		return
+	}
+	now := e.clock.Now()
+	t := Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Reason: "accepted by carrier"}
+	switch r.Carrier.Path() {
+	case PathDirect:
+		t.To = StatusDeliverySuccessful
+	case PathPush:
+		t.To = StatusDeliveredToNS
+		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
+	case PathPull:
+		t.To = StatusDeliveredToNS
+		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
+		t.DueAt = now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt)))
+	}
+	e.record(ctx, m, t)
+}
+
+// failure decides what a failed stage leads to: DELIVERY_FAILED when the
+// error is permanent or the attempts are used up, TO_RETRY after the
+// policy's backoff otherwise.
+func (e *Engine) failure(r *route, m *Message, cause error, reason string) Transition {
+	now := e.clock.Now()
+	t := Transition{From: m.Status, Lease: m.Lease, At: now, LastError: cause.Error()}
+	switch {
+	case r.classifier.Permanent(cause):
+		t.To, t.Reason = StatusDeliveryFailed, "permanent error: "+reason
+	case m.Attempt >= m.MaxAttempts:
+		t.To, t.Reason = StatusDeliveryFailed, fmt.Sprintf("%s; %d of %d attempts used", reason, m.Attempt, m.MaxAttempts)
+	default:
+		delay := max(r.Policy.Retry.Delay(m.Attempt, e.cfg.Random()), retryAfter(cause))
+		t.To, t.Reason, t.DueAt = StatusToRetry, reason, now.Add(delay)
+	}
+	return t
+}
+
+// record applies t to m, which a send or a reaper pass is working on. A
+// conflict means another actor moved the message first (a reaper, a cancel,
+// another node after the lease ran out): the late result is dropped.
+func (e *Engine) record(ctx context.Context, m *Message, t Transition) {
+	err := e.transition(ctx, m, t)
+	switch {
+	case err == nil:
+		if t.To == StatusToRetry {
+			e.scheduleRelease(t.DueAt)
+		}
+	case errors.Is(err, ErrConflict):
+		e.problem("stale_completion", "result dropped: message moved on", "id", m.ID, "from", t.From, "to", t.To)
+	default:
+		e.problem("store_error", "record transition", "id", m.ID, "to", t.To, slog.Any("err", err))
+	}
+}
+
+// scheduleRelease makes the dispatcher release a retry that is due before
+// its next poll.
+func (e *Engine) scheduleRelease(due time.Time) {
+	if due.Sub(e.clock.Now()) <= 0 {
+		e.nudge(e.retryPending)
+	}
+}

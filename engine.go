@@ -1,0 +1,350 @@
+package herald
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/heraldmq/herald/clock"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Store persists messages. Required.
+	Store Store
+	// Routes are the configured routes. At least one is required.
+	Routes []Route
+	// Subscribers receive outcome events.
+	Subscribers []Subscriber
+	// Clock tells every loop the time. Defaults to the system clock.
+	Clock clock.Clock
+	// Logger receives a line for everything that goes wrong. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Observer is told about transitions and problems (metrics). Defaults to none.
+	Observer Observer
+	// Concurrency bounds the sends in flight at once. Defaults to 64.
+	Concurrency int
+	// ClaimBatch bounds the messages claimed in one store call. Defaults to Concurrency.
+	ClaimBatch int
+	// PollInterval is how often the dispatcher looks for due work without
+	// being woken, and the outbox for due events. Defaults to 250ms.
+	PollInterval time.Duration
+	// ReapInterval is how often the reaper runs. Defaults to 2s.
+	ReapInterval time.Duration
+	// Retention is how long terminal messages are kept. Defaults to 7 days.
+	Retention time.Duration
+	// PruneInterval is how often the pruner runs. Defaults to 5 minutes.
+	PruneInterval time.Duration
+	// DrainBudget bounds the startup drain. Defaults to 60s.
+	DrainBudget time.Duration
+	// Health holds the thresholds of Health. Defaults to DefaultHealthThresholds.
+	Health *HealthThresholds
+	// Random returns a number in [0, 1) for retry jitter. Defaults to math/rand/v2.
+	Random func() float64
+}
+
+// Observer is told what the engine does, for metrics. Methods must not block.
+type Observer interface {
+	// Transitioned is called after a transition of a message of route is durable.
+	Transitioned(route string, from, to Status)
+	// Delivered is called when a message reaches DELIVERY_SUCCESSFUL, with the
+	// time since it was created.
+	Delivered(route string, latency time.Duration)
+	// Problem counts something that went wrong, by kind (store_error,
+	// stale_completion, event_retry, event_dead, carrier_error).
+	Problem(kind string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Transitioned(string, Status, Status) {}
+func (nopObserver) Delivered(string, time.Duration)     {}
+func (nopObserver) Problem(string)                      {}
+
+// route is a configured Route with what the engine derives from it.
+type route struct {
+	Route
+	classifier *ErrorClassifier
+}
+
+// Engine drives messages through their lifecycle: it stores what Send
+// receives, dispatches due messages to their carriers, reaps overdue stages,
+// retries with backoff, delivers outcome events and prunes old messages.
+type Engine struct {
+	cfg         Config
+	store       Store
+	clock       clock.Clock
+	log         *slog.Logger
+	obs         Observer
+	routes      map[string]*route
+	subscribers []Subscriber
+	ids         idGenerator
+	latencies   latencyWindow
+
+	slots        chan struct{} // one token per send in flight
+	wake         chan struct{} // nudges the dispatcher
+	retryPending chan struct{} // tells the dispatcher to release due retries
+	eventPending chan struct{} // nudges the outbox
+	dispatchMu   sync.Mutex    // one dispatch round at a time
+	sends        sync.WaitGroup
+
+	// sendCtx outlives Stop's first phase so that sends in flight can finish.
+	sendCtx    context.Context
+	cancelSend context.CancelFunc
+
+	startMu sync.Mutex
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup
+}
+
+// New checks cfg and returns an Engine. Call Start to run its loops.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("herald: Config.Store is required")
+	}
+	if len(cfg.Routes) == 0 {
+		return nil, errors.New("herald: at least one route is required")
+	}
+	setDefaults(&cfg)
+	e := &Engine{
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: cfg.Observer,
+		routes:       make(map[string]*route, len(cfg.Routes)),
+		subscribers:  cfg.Subscribers,
+		slots:        make(chan struct{}, cfg.Concurrency),
+		wake:         make(chan struct{}, 1),
+		retryPending: make(chan struct{}, 1),
+		eventPending: make(chan struct{}, 1),
+	}
+	for _, r := range cfg.Routes {
+		if r.Name == "" {
+			return nil, errors.New("herald: a route has no name")
+		}
+		if _, dup := e.routes[r.Name]; dup {
+			return nil, fmt.Errorf("herald: route %q is configured twice", r.Name)
+		}
+		if r.Carrier == nil {
+			return nil, fmt.Errorf("herald: route %q has no carrier", r.Name)
+		}
+		if err := r.Policy.Validate(); err != nil {
+			return nil, fmt.Errorf("herald: route %q: %w", r.Name, err)
+		}
+		patterns := r.PermanentErrors
+		if patterns == nil {
+			patterns = DefaultPermanentPatterns
+		}
+		c, err := NewErrorClassifier(patterns)
+		if err != nil {
+			return nil, fmt.Errorf("herald: route %q: %w", r.Name, err)
+		}
+		e.routes[r.Name] = &route{Route: r, classifier: c}
+	}
+	for i, s := range e.subscribers {
+		if s.Name == "" || s.Sink == nil {
+			return nil, fmt.Errorf("herald: subscriber %d needs a name and a sink", i)
+		}
+		if len(s.Types) == 0 {
+			e.subscribers[i].Types = []Status{StatusDeliverySuccessful, StatusDeliveryFailed}
+		}
+		if s.MaxAttempts < 1 {
+			e.subscribers[i].MaxAttempts = 10
+		}
+		if s.Retry.Kind == "" {
+			e.subscribers[i].Retry = RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: 10 * time.Minute, Jitter: 0.2}
+		}
+	}
+	e.sendCtx, e.cancelSend = context.WithCancel(context.Background())
+	return e, nil
+}
+
+func setDefaults(c *Config) {
+	if c.Clock == nil {
+		c.Clock = clock.System()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 64
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = c.Concurrency
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 250 * time.Millisecond
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = 2 * time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = 5 * time.Minute
+	}
+	if c.DrainBudget <= 0 {
+		c.DrainBudget = 60 * time.Second
+	}
+	if c.Health == nil {
+		h := DefaultHealthThresholds
+		c.Health = &h
+	}
+	if c.Random == nil {
+		c.Random = rand.Float64
+	}
+}
+
+// Start runs the startup drain, then the engine's loops, until Stop.
+func (e *Engine) Start(ctx context.Context) error {
+	e.startMu.Lock()
+	defer e.startMu.Unlock()
+	if e.cancel != nil {
+		return errors.New("herald: engine already started")
+	}
+	if err := e.Drain(ctx); err != nil {
+		return fmt.Errorf("startup drain: %w", err)
+	}
+	loopCtx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	for _, loop := range []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop} {
+		e.loops.Add(1)
+		go func() {
+			defer e.loops.Done()
+			loop(loopCtx)
+		}()
+	}
+	return nil
+}
+
+// Stop stops the loops and waits for the sends in flight to finish, or for
+// ctx to end, whichever is first. Messages whose send was cut short stay in
+// flight and are retried after their deadline.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.startMu.Lock()
+	cancel := e.cancel
+	e.cancel = nil
+	e.startMu.Unlock()
+	if cancel != nil {
+		cancel()
+		e.loops.Wait()
+	}
+	done := make(chan struct{})
+	go func() {
+		e.sends.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		e.cancelSend()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Tick runs one pass of every loop — reap, release, dispatch until nothing is
+// due, outbox — and waits for the sends it started. Tests drive a fake clock
+// with it; a running engine does the same on its own.
+func (e *Engine) Tick(ctx context.Context) error {
+	if err := e.reap(ctx); err != nil {
+		return err
+	}
+	for {
+		if _, err := e.store.Release(ctx, e.clock.Now(), e.cfg.ClaimBatch); err != nil {
+			return err
+		}
+		n, err := e.dispatchRound(ctx)
+		if err != nil {
+			return err
+		}
+		e.sends.Wait()
+		if n == 0 {
+			break
+		}
+	}
+	_, err := e.deliverEvents(ctx)
+	return err
+}
+
+// Route returns the configured route named name.
+func (e *Engine) Route(name string) (Route, bool) {
+	r, ok := e.routes[name]
+	if !ok {
+		return Route{}, false
+	}
+	return r.Route, true
+}
+
+// notifyFor names the subscribers of transitions to s.
+func (e *Engine) notifyFor(s Status) []string {
+	var names []string
+	for _, sub := range e.subscribers {
+		for _, t := range sub.Types {
+			if t == s {
+				names = append(names, sub.Name)
+				break
+			}
+		}
+	}
+	return names
+}
+
+// transition applies t and reports it; a conflict is returned as is.
+func (e *Engine) transition(ctx context.Context, m *Message, t Transition) error {
+	t.ID = m.ID
+	if t.At.IsZero() {
+		t.At = e.clock.Now()
+	}
+	if t.To != t.From {
+		t.Notify = e.notifyFor(t.To)
+	}
+	if err := e.store.Transition(ctx, t); err != nil {
+		return err
+	}
+	if t.To == t.From {
+		return nil
+	}
+	e.obs.Transitioned(m.Route, t.From, t.To)
+	if t.To == StatusDeliverySuccessful {
+		lat := t.At.Sub(m.CreatedAt)
+		e.obs.Delivered(m.Route, lat)
+		e.latencies.add(lat)
+	}
+	if len(t.Notify) > 0 {
+		e.nudge(e.eventPending)
+	}
+	return nil
+}
+
+// nudge signals ch without blocking.
+func (e *Engine) nudge(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// problem logs and counts something that went wrong.
+func (e *Engine) problem(kind, msg string, args ...any) {
+	e.obs.Problem(kind)
+	e.log.Warn(msg, append(args, slog.String("kind", kind))...)
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,121 @@
+package herald
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// eventLease is how long a claimed outcome event is hidden from other
+// claims; a node that dies mid-delivery leaves it to be retried after that.
+const eventLease = 30 * time.Second
+
+// eventBatch bounds the events claimed at once.
+const eventBatch = 100
+
+// outboxLoop delivers outcome events to subscribers.
+func (e *Engine) outboxLoop(ctx context.Context) {
+	if len(e.subscribers) == 0 {
+		return
+	}
+	ticker := time.NewTicker(e.cfg.PollInterval)
+	defer ticker.Stop()
+	failures := 0
+	for {
+		n, err := e.deliverEvents(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			failures++
+			e.problem("store_error", "outbox", "err", err)
+			if !sleep(ctx, backoff(failures)) {
+				return
+			}
+			continue
+		case n == eventBatch:
+			continue
+		}
+		failures = 0
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.eventPending:
+		case <-ticker.C:
+		}
+	}
+}
+
+// deliverEvents claims the due outcome events and delivers them, one
+// goroutine each. It returns how many it claimed.
+func (e *Engine) deliverEvents(ctx context.Context) (int, error) {
+	if len(e.subscribers) == 0 {
+		return 0, nil
+	}
+	now := e.clock.Now()
+	events, err := e.store.ClaimEvents(ctx, now, eventBatch, now.Add(eventLease))
+	if err != nil {
+		return 0, err
+	}
+	done := make(chan struct{}, len(events))
+	for _, ev := range events {
+		go func() {
+			e.deliverEvent(ctx, ev)
+			done <- struct{}{}
+		}()
+	}
+	for range events {
+		<-done
+	}
+	return len(events), nil
+}
+
+func (e *Engine) deliverEvent(ctx context.Context, ev Event) {
+	sub, ok := e.subscriber(ev.Subscriber)
+	res := EventResult{ID: ev.ID, Attempt: ev.Attempt + 1}
+	var err error
+	if !ok {
+		err = Permanent(errors.New("subscriber " + ev.Subscriber + " is no longer configured"))
+	} else {
+		err = e.sendEvent(ctx, sub, ev)
+	}
+	now := e.clock.Now()
+	switch {
+	case err == nil:
+		res.Delivered = true
+	case isPermanent(err) || res.Attempt >= sub.MaxAttempts:
+		res.Dead, res.Error = true, err.Error()
+		e.problem("event_dead", "outcome event dead-lettered", "event", ev.ID, "subscriber", ev.Subscriber, "message", ev.MessageID, "attempts", res.Attempt, "err", err)
+	default:
+		res.RetryAt, res.Error = now.Add(max(sub.Retry.Delay(res.Attempt, e.cfg.Random()), retryAfter(err))), err.Error()
+		e.problem("event_retry", "outcome event failed", "event", ev.ID, "subscriber", ev.Subscriber, "attempt", res.Attempt, "err", err)
+	}
+	if err := e.store.SettleEvent(ctx, res); err != nil {
+		e.problem("store_error", "settle outcome event", "event", ev.ID, "err", err)
+	}
+}
+
+func (e *Engine) sendEvent(ctx context.Context, sub Subscriber, ev Event) error {
+	m, err := e.store.Get(ctx, ev.MessageID)
+	if errors.Is(err, ErrNotFound) {
+		return Permanent(errors.New("message " + ev.MessageID + " no longer exists"))
+	}
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return sub.Sink.Deliver(ctx, OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC(), Message: m.View()})
+}
+
+func (e *Engine) subscriber(name string) (Subscriber, bool) {
+	for _, s := range e.subscribers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Subscriber{}, false
+}
+
+func isPermanent(err error) bool {
+	var pe *PermanentError
+	return errors.As(err, &pe)
+}

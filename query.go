@@ -1,0 +1,178 @@
+package herald
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Get returns tenant's message id with its timeline, or ErrNotFound.
+func (e *Engine) Get(ctx context.Context, tenant, id string) (*Message, error) {
+	m, err := e.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if m.Tenant != tenant {
+		return nil, ErrNotFound
+	}
+	return m, nil
+}
+
+// List returns tenant's messages matching q, newest first, and the next cursor.
+func (e *Engine) List(ctx context.Context, tenant string, q Query) ([]*Message, string, error) {
+	q.Tenant = tenant
+	return e.store.List(ctx, q)
+}
+
+// Cancel moves tenant's QUEUED or TO_RETRY message to CANCELLED. Any other
+// status returns ErrNotCancellable.
+func (e *Engine) Cancel(ctx context.Context, tenant, id string) (*Message, error) {
+	for try := 0; try < 3; try++ {
+		m, err := e.Get(ctx, tenant, id)
+		if err != nil {
+			return nil, err
+		}
+		if !m.Status.Waiting() {
+			return m, fmt.Errorf("%w: message is %s", ErrNotCancellable, m.Status)
+		}
+		err = e.transition(ctx, m, Transition{From: m.Status, To: StatusCancelled, Reason: "cancelled by user"})
+		if errors.Is(err, ErrConflict) {
+			continue // it moved between the read and the write: look again
+		}
+		if err != nil {
+			return nil, err
+		}
+		return e.Get(ctx, tenant, id)
+	}
+	return nil, fmt.Errorf("%w: message keeps changing", ErrNotCancellable)
+}
+
+// Replay moves tenant's DELIVERY_FAILED or CANCELLED message back to QUEUED
+// with its attempts reset; its timeline keeps the history.
+func (e *Engine) Replay(ctx context.Context, tenant, id string) (*Message, error) {
+	m, err := e.Get(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.replay(ctx, m, e.clock.Now(), "replayed by user"); err != nil {
+		return m, err
+	}
+	return e.Get(ctx, tenant, id)
+}
+
+// replay re-queues m to be dispatched at due.
+func (e *Engine) replay(ctx context.Context, m *Message, due time.Time, reason string) error {
+	if m.Status != StatusDeliveryFailed && m.Status != StatusCancelled {
+		return fmt.Errorf("%w: message is %s", ErrNotReplayable, m.Status)
+	}
+	now := e.clock.Now()
+	t := Transition{From: m.Status, To: StatusQueued, At: now, DueAt: due, ResetAttempts: true, Reason: reason}
+	if !m.ExpiresAt.IsZero() {
+		// The replayed message gets a fresh window as long as its first one.
+		t.ExpiresAt = due.Add(m.ExpiresAt.Sub(m.CreatedAt))
+	}
+	err := e.transition(ctx, m, t)
+	if errors.Is(err, ErrConflict) {
+		return fmt.Errorf("%w: message changed meanwhile", ErrNotReplayable)
+	}
+	if err == nil {
+		e.nudge(e.wake)
+		e.nudge(e.retryPending)
+	}
+	return err
+}
+
+// DeadLetterFilter selects dead letters to replay.
+type DeadLetterFilter struct {
+	Route  string
+	Reason string // substring of the last error
+	Since  time.Time
+	Until  time.Time
+	// RatePerS spaces the replayed messages' dispatch: at most this many per
+	// second. 0 means no spacing.
+	RatePerS float64
+}
+
+// ReplayDeadLetters re-queues tenant's dead letters matching f, spreading
+// their dispatch at f.RatePerS, and returns how many it re-queued.
+func (e *Engine) ReplayDeadLetters(ctx context.Context, tenant string, f DeadLetterFilter) (int, error) {
+	if f.RatePerS < 0 {
+		return 0, Invalid("rate_per_s", "must not be negative")
+	}
+	q := Query{Tenant: tenant, Status: StatusDeliveryFailed, Route: f.Route, Reason: f.Reason, Since: f.Since, Until: f.Until, Limit: 500}
+	var all []*Message
+	for {
+		page, next, err := e.store.List(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		all = append(all, page...)
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	now := e.clock.Now()
+	n := 0
+	// Oldest first, so that the spacing keeps the original order.
+	for i := len(all) - 1; i >= 0; i-- {
+		due := now
+		if f.RatePerS > 0 {
+			due = now.Add(time.Duration(float64(n) / f.RatePerS * float64(time.Second)))
+		}
+		if err := e.replay(ctx, all[i], due, "dead letter replayed"); err != nil {
+			if errors.Is(err, ErrNotReplayable) {
+				continue
+			}
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// PurgeDeadLetters deletes tenant's dead letters of route (all routes when
+// empty) last updated before before (any time when zero).
+func (e *Engine) PurgeDeadLetters(ctx context.Context, tenant, route string, before time.Time) (int, error) {
+	return e.store.Purge(ctx, PurgeQuery{Tenant: tenant, Route: route, Before: before})
+}
+
+// Explanation says why a message is or is not moving.
+type Explanation struct {
+	ID          string     `json:"id"`
+	Status      Status     `json:"status"`
+	Reason      string     `json:"reason"`
+	Detail      string     `json:"detail"`
+	Until       *time.Time `json:"until"`
+	BlockingIDs []string   `json:"blocking_ids"`
+}
+
+// Explain says why tenant's message id is or is not moving.
+func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, error) {
+	m, err := e.Get(ctx, tenant, id)
+	if err != nil {
+		return Explanation{}, err
+	}
+	now := e.clock.Now()
+	x := Explanation{ID: m.ID, Status: m.Status, BlockingIDs: []string{}}
+	switch {
+	case m.Status.Terminal():
+		x.Reason, x.Detail = "terminal", fmt.Sprintf("the message ended %s", m.Status)
+	case m.Status.Waiting() && m.DueAt.After(now):
+		x.Reason, x.Until = "backoff", utcPtr(m.DueAt)
+		x.Detail = fmt.Sprintf("waiting %s before attempt %d of %d", m.DueAt.Sub(now).Round(time.Millisecond), m.Attempt+1, m.MaxAttempts)
+		if m.LastError != "" {
+			x.Detail += "; last error: " + m.LastError
+		}
+	case m.Status.Waiting():
+		x.Reason, x.Detail = "dispatching", "due now: the dispatcher takes it as soon as a send slot is free"
+	default:
+		x.Reason, x.Until = "awaiting_carrier", utcPtr(m.Deadline)
+		x.Detail = fmt.Sprintf("%s: waiting for the carrier until the stage deadline", m.Status)
+	}
+	return x, nil
+}
+
+// Ready reports whether the store answers.
+func (e *Engine) Ready(ctx context.Context) error { return e.store.Ping(ctx) }

@@ -1,0 +1,193 @@
+package herald
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// reapBatch bounds the overdue messages handled in one store scan.
+const reapBatch = 500
+
+// reapLoop runs the reaper every ReapInterval.
+func (e *Engine) reapLoop(ctx context.Context) {
+	failures := 0
+	for {
+		wait := e.cfg.ReapInterval
+		if err := e.reap(ctx); err != nil && ctx.Err() == nil {
+			failures++
+			e.problem("store_error", "reaper", "err", err)
+			wait = max(wait, backoff(failures))
+		} else {
+			failures = 0
+		}
+		if !sleep(ctx, wait) {
+			return
+		}
+		e.nudge(e.retryPending)
+	}
+}
+
+// reap handles every overdue message once: expired ones fail, stages past
+// their deadline retry or fail, pull tasks due a poll are polled.
+func (e *Engine) reap(ctx context.Context) error {
+	seen := make(map[string]bool)
+	for {
+		msgs, err := e.store.Overdue(ctx, e.clock.Now(), reapBatch)
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		for _, m := range msgs {
+			if seen[m.ID] {
+				continue
+			}
+			seen[m.ID] = true
+			fresh++
+			e.reapOne(ctx, m)
+		}
+		if fresh == 0 || len(msgs) < reapBatch || ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+func (e *Engine) reapOne(ctx context.Context, m *Message) {
+	now := e.clock.Now()
+	lease := int64(0)
+	if m.Status.InFlight() {
+		lease = m.Lease
+	}
+	if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
+		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: lease, At: now,
+			Reason: "expired", LastError: "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)})
+		return
+	}
+	r, ok := e.routes[m.Route]
+	if !ok {
+		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: lease, At: now,
+			Reason: "route removed", LastError: "route removed from the configuration"})
+		return
+	}
+	deadlinePassed := !m.Deadline.IsZero() && !now.Before(m.Deadline)
+	switch m.Status {
+	case StatusSentToNS:
+		if deadlinePassed {
+			e.record(ctx, m, e.failure(r, m, errors.New("carrier did not answer within the accept timeout"), "accept timeout"))
+		}
+	case StatusDeliveredToNS:
+		switch {
+		case deadlinePassed:
+			e.carrierTimeout(ctx, r, m)
+		case !m.DueAt.IsZero() && !now.Before(m.DueAt):
+			e.poll(ctx, r, m)
+		}
+	case StatusSentToDevice:
+		if deadlinePassed {
+			e.record(ctx, m, e.failure(r, m, errors.New("device did not confirm within the device timeout"), "device timeout"))
+		}
+	}
+}
+
+// carrierTimeout handles a DELIVERED_TO_NS deadline: extended while a push
+// carrier still holds the message, retried or failed otherwise.
+func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
+	now := e.clock.Now()
+	if qc, ok := r.Carrier.(QueueChecker); ok {
+		queued, err := qc.StillQueued(ctx, m)
+		if err == nil && queued {
+			e.record(ctx, m, Transition{From: m.Status, To: m.Status, Lease: m.Lease, At: now,
+				Deadline: now.Add(r.Policy.Timeouts.Carrier), DueAt: m.DueAt})
+			return
+		}
+		if err != nil {
+			e.problem("carrier_error", "check carrier queue", "id", m.ID, "err", err)
+		}
+	}
+	cause := errors.New("carrier did not finish within the carrier timeout")
+	if !r.Policy.RetryCarrierTimeout {
+		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, At: now,
+			Reason: "carrier timeout", LastError: cause.Error()})
+		return
+	}
+	e.record(ctx, m, e.failure(r, m, cause, "carrier timeout"))
+}
+
+// poll asks a pull carrier how its task is doing.
+func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
+	p, ok := r.Carrier.(Poller)
+	if !ok {
+		return
+	}
+	pollCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
+	res, err := p.Poll(pollCtx, m)
+	cancel()
+	now := e.clock.Now()
+	t := Transition{From: m.Status, Lease: m.Lease, At: now, Deadline: m.Deadline}
+	switch {
+	case err != nil:
+		e.problem("carrier_error", "poll task", "id", m.ID, "err", err)
+		t.To, t.DueAt, t.LastError = m.Status, now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt))), err.Error()
+	case res == PollSucceeded:
+		t.To, t.Reason, t.Deadline = StatusDeliverySuccessful, "task completed", time.Time{}
+	case res == PollFailed:
+		t.To, t.Reason, t.Deadline, t.LastError = StatusDeliveryFailed, "task failed", time.Time{}, "carrier reports the task failed"
+	default:
+		t.To, t.DueAt = m.Status, now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt)))
+	}
+	e.record(ctx, m, t)
+}
+
+// Drain is the startup drain: it fails the messages of routes that are no
+// longer configured and reaps what became overdue while herald was down,
+// within the DrainBudget. What the budget leaves is handled by the loops.
+func (e *Engine) Drain(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.DrainBudget)
+	defer cancel()
+	routes, err := e.store.ActiveRoutes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range routes {
+		if _, ok := e.routes[name]; !ok {
+			n, err := e.failRoute(ctx, name)
+			if err != nil {
+				return err
+			}
+			e.log.Warn("route removed: its messages failed", "route", name, "messages", n)
+		}
+	}
+	if err := e.reap(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// failRoute fails every active message of a route that is not configured.
+func (e *Engine) failRoute(ctx context.Context, name string) (int, error) {
+	n := 0
+	for _, st := range Statuses {
+		if st.Terminal() {
+			continue
+		}
+		for {
+			msgs, _, err := e.store.List(ctx, Query{Route: name, Status: st, Limit: 500})
+			if err != nil {
+				return n, err
+			}
+			for _, m := range msgs {
+				lease := int64(0)
+				if st.InFlight() {
+					lease = m.Lease
+				}
+				e.record(ctx, m, Transition{From: st, To: StatusDeliveryFailed, Lease: lease,
+					Reason: "route removed", LastError: "route " + name + " removed from the configuration"})
+				n++
+			}
+			if len(msgs) < 500 || ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	return n, ctx.Err()
+}

@@ -1,0 +1,73 @@
+package herald
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SendRequest is a message to send, as a user gives it.
+type SendRequest struct {
+	Route          string
+	Target         string
+	Payload        []byte
+	Text           string
+	Params         map[string]string
+	Priority       int
+	Lane           string
+	CorrelationID  string
+	IdempotencyKey string
+	CoalesceKey    string
+	ExpiresAt      time.Time // zero: the route's max age, if any
+}
+
+// Send stores a new message for tenant in QUEUED and returns it once it is
+// durable. created is false when the idempotency key matched an earlier
+// message, which is returned instead. Bad input returns an *InvalidError and
+// stores nothing; an unknown route returns ErrUnknownRoute.
+func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *Message, created bool, err error) {
+	if req.Route == "" {
+		return nil, false, Invalid("route", "is required")
+	}
+	r, ok := e.routes[req.Route]
+	if !ok {
+		return nil, false, fmt.Errorf("%w %q", ErrUnknownRoute, req.Route)
+	}
+	if len(req.Payload) > 0 && req.Text != "" {
+		return nil, false, Invalid("payload", "give payload or text, not both")
+	}
+	if len(req.Payload) == 0 && req.Text == "" {
+		return nil, false, Invalid("payload", "one of payload or text is required")
+	}
+	now := e.clock.Now()
+	if !req.ExpiresAt.IsZero() && !req.ExpiresAt.After(now) {
+		return nil, false, Invalid("expires_at", "%s is not in the future", req.ExpiresAt.Format(time.RFC3339))
+	}
+	m = &Message{
+		ID: e.ids.next(now), Tenant: tenant, Route: req.Route, Target: req.Target,
+		Lane: req.Lane, Payload: req.Payload, Text: req.Text, Params: req.Params,
+		Priority: req.Priority, CorrelationID: req.CorrelationID,
+		IdempotencyKey: req.IdempotencyKey, CoalesceKey: req.CoalesceKey,
+		Status: StatusQueued, MaxAttempts: r.Policy.MaxAttempts,
+		CreatedAt: now, UpdatedAt: now, DueAt: now, ExpiresAt: req.ExpiresAt,
+	}
+	if m.Lane == "" {
+		m.Lane = r.Lane
+	}
+	if m.ExpiresAt.IsZero() && r.Policy.MaxAge > 0 {
+		m.ExpiresAt = now.Add(r.Policy.MaxAge)
+	}
+	if err := r.Carrier.Validate(m); err != nil {
+		return nil, false, err
+	}
+	stored, created, err := e.store.Create(ctx, m, CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled)})
+	if err != nil {
+		e.problem("store_error", "store message", "route", m.Route, "err", err)
+		return nil, false, fmt.Errorf("store message: %w", err)
+	}
+	if created {
+		e.obs.Transitioned(m.Route, "", StatusQueued)
+		e.nudge(e.wake)
+	}
+	return stored, created, nil
+}

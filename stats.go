@@ -1,0 +1,137 @@
+package herald
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Stats summarises a tenant's messages.
+type Stats struct {
+	ByStatus map[Status]int            `json:"by_status"`
+	ByRoute  map[string]map[Status]int `json:"by_route"`
+	// OldestQueuedSeconds is the age of the oldest message waiting (QUEUED or TO_RETRY).
+	OldestQueuedSeconds float64 `json:"oldest_queued_seconds"`
+	// SuccessRate is DELIVERY_SUCCESSFUL over all terminal messages kept, 0..1; 1 when none.
+	SuccessRate  float64 `json:"success_rate"`
+	LatencyP50MS float64 `json:"latency_p50_ms"`
+	LatencyP99MS float64 `json:"latency_p99_ms"`
+	DeadLetters  int     `json:"dead_letters"`
+	Waiting      int     `json:"waiting"`
+}
+
+// Stats counts tenant's messages; an empty tenant counts everyone's.
+func (e *Engine) Stats(ctx context.Context, tenant string) (Stats, error) {
+	counts, err := e.store.Counts(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	now := e.clock.Now()
+	s := Stats{ByStatus: map[Status]int{}, ByRoute: map[string]map[Status]int{}, SuccessRate: 1}
+	for _, st := range Statuses {
+		s.ByStatus[st] = 0
+	}
+	var oldest time.Time
+	for _, c := range counts {
+		if tenant != "" && c.Tenant != tenant {
+			continue
+		}
+		s.ByStatus[c.Status] += c.N
+		if s.ByRoute[c.Route] == nil {
+			s.ByRoute[c.Route] = map[Status]int{}
+		}
+		s.ByRoute[c.Route][c.Status] += c.N
+		if c.Status.Waiting() && (oldest.IsZero() || c.OldestCreated.Before(oldest)) {
+			oldest = c.OldestCreated
+		}
+	}
+	if !oldest.IsZero() {
+		s.OldestQueuedSeconds = now.Sub(oldest).Seconds()
+	}
+	ok, failed := s.ByStatus[StatusDeliverySuccessful], s.ByStatus[StatusDeliveryFailed]
+	if ok+failed > 0 {
+		s.SuccessRate = float64(ok) / float64(ok+failed)
+	}
+	s.DeadLetters = failed
+	s.Waiting = s.ByStatus[StatusQueued] + s.ByStatus[StatusToRetry]
+	p50, p99 := e.latencies.percentiles()
+	s.LatencyP50MS, s.LatencyP99MS = float64(p50)/float64(time.Millisecond), float64(p99)/float64(time.Millisecond)
+	return s, nil
+}
+
+// HealthThresholds are the warning and critical levels of Health.
+type HealthThresholds struct {
+	QueueDepthWarning, QueueDepthCritical   int
+	DeadLettersWarning, DeadLettersCritical int
+	SuccessRateWarning, SuccessRateCritical float64
+}
+
+// DefaultHealthThresholds are seed 003's levels.
+var DefaultHealthThresholds = HealthThresholds{
+	QueueDepthWarning: 100, QueueDepthCritical: 500,
+	DeadLettersWarning: 10, DeadLettersCritical: 50,
+	SuccessRateWarning: 0.90, SuccessRateCritical: 0.80,
+}
+
+// Health is the queue's state against the thresholds.
+type Health struct {
+	Status   string   `json:"status"` // healthy, warning or critical
+	Warnings []string `json:"warnings"`
+	Stats
+}
+
+// Health compares tenant's stats with the configured thresholds.
+func (e *Engine) Health(ctx context.Context, tenant string) (Health, error) {
+	s, err := e.Stats(ctx, tenant)
+	if err != nil {
+		return Health{}, err
+	}
+	th := e.cfg.Health
+	h := Health{Status: "healthy", Warnings: []string{}, Stats: s}
+	level := func(critical bool, what string) {
+		if critical {
+			h.Status = "critical"
+		} else if h.Status == "healthy" {
+			h.Status = "warning"
+		}
+		h.Warnings = append(h.Warnings, what)
+	}
+	if s.Waiting >= th.QueueDepthWarning {
+		level(s.Waiting >= th.QueueDepthCritical, fmt.Sprintf("queue depth %d", s.Waiting))
+	}
+	if s.DeadLetters >= th.DeadLettersWarning {
+		level(s.DeadLetters >= th.DeadLettersCritical, fmt.Sprintf("dead letters %d", s.DeadLetters))
+	}
+	if s.SuccessRate < th.SuccessRateWarning {
+		level(s.SuccessRate < th.SuccessRateCritical, fmt.Sprintf("success rate %.1f%%", s.SuccessRate*100))
+	}
+	return h, nil
+}
+
+// latencyWindow keeps the most recent delivery latencies for percentiles.
+type latencyWindow struct {
+	mu   sync.Mutex
+	ring [4096]time.Duration
+	n    int
+}
+
+func (w *latencyWindow) add(d time.Duration) {
+	w.mu.Lock()
+	w.ring[w.n%len(w.ring)] = d
+	w.n++
+	w.mu.Unlock()
+}
+
+func (w *latencyWindow) percentiles() (p50, p99 time.Duration) {
+	w.mu.Lock()
+	k := min(w.n, len(w.ring))
+	s := slices.Clone(w.ring[:k])
+	w.mu.Unlock()
+	if k == 0 {
+		return 0, 0
+	}
+	slices.Sort(s)
+	return s[k*50/100], s[min(k*99/100, k-1)]
+}
