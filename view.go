@@ -82,7 +82,7 @@ type OutcomeEvent struct {
 
 // EventSink delivers outcome events to one subscriber.
 type EventSink interface {
-	// Deliver sends e; eventID is stable across retries of the same event.
+	// Deliver sends e; e.ID is stable across retries of the same event.
 	Deliver(ctx context.Context, e OutcomeEvent) error
 }
 

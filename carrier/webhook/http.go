@@ -1,0 +1,152 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// MaxBodyRead is how much of a response body is read before it is closed;
+// bodies up to this size are drained so their connection can be reused.
+const MaxBodyRead = 64 << 10
+
+// errorBodyLen is how much of a failed response's body an error quotes.
+const errorBodyLen = 200
+
+// MaxRetryAfter caps the wait a Retry-After header may ask for.
+const MaxRetryAfter = 24 * time.Hour
+
+// NewClient returns the default client: a copy of http.DefaultTransport
+// keeping up to 100 idle connections per host, no overall timeout (callers
+// pass deadlines in contexts) and no redirects (a 3xx answer is returned as
+// is: following it would turn a POST into a GET).
+func NewClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1000
+	t.MaxIdleConnsPerHost = 100
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// ParseURL returns s parsed when it is an absolute http or https URL with a host.
+func ParseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("webhook: URL %q: want an absolute http or https URL", s)
+	}
+	return u, nil
+}
+
+// Do sends req with client and classifies the outcome:
+//   - 2xx: the response header and a nil error;
+//   - 408, 429, 5xx, network failures and timeouts: a plain (transient)
+//     error, wrapped in herald.RetryAfter when the answer has a Retry-After
+//     header (delta-seconds or an HTTP date, measured from now());
+//   - anything else: herald.Permanent.
+//
+// The response body is drained (up to MaxBodyRead) and closed. Error texts
+// name the method, the URL without credentials or query, the status and the
+// start of the body.
+func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Header, error) {
+	where := req.Method + " " + redact(req.URL)
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("webhook: %s: %w", where, err)
+	}
+	body, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxBodyRead))
+	resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return resp.Header, nil
+	}
+	status := resp.Status
+	if status == "" {
+		status = fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	err = fmt.Errorf("webhook: %s: %s%s", where, status, quote(body, readErr))
+	switch {
+	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
+		if d := ParseRetryAfter(resp.Header.Get("Retry-After"), now()); d > 0 {
+			return nil, herald.RetryAfter(d, err)
+		}
+		return nil, err
+	case resp.StatusCode/100 == 3:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			err = fmt.Errorf("%w (redirect to %s refused)", err, loc)
+		}
+		return nil, herald.Permanent(err)
+	default:
+		return nil, herald.Permanent(err)
+	}
+}
+
+// ParseRetryAfter returns the wait a Retry-After value asks for, relative to
+// now: delta-seconds or an HTTP date. It returns 0 for an empty, malformed
+// or past value and at most MaxRetryAfter.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if v[0] >= '0' && v[0] <= '9' {
+		secs := 0
+		for _, c := range v {
+			if c < '0' || c > '9' {
+				return 0
+			}
+			secs = secs*10 + int(c-'0')
+			if time.Duration(secs)*time.Second > MaxRetryAfter {
+				return MaxRetryAfter
+			}
+		}
+		d = time.Duration(secs) * time.Second
+	} else {
+		t, err := http.ParseTime(v)
+		if err != nil {
+			return 0
+		}
+		d = t.Sub(now)
+	}
+	return max(0, min(d, MaxRetryAfter))
+}
+
+// quote renders the start of a failed response's body for an error text.
+func quote(body []byte, readErr error) string {
+	s := string(body[:min(len(body), errorBodyLen)])
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "")), " ")
+	switch {
+	case s != "":
+		return ": " + s
+	case readErr != nil && !errors.Is(readErr, io.EOF):
+		return " (body unreadable: " + readErr.Error() + ")"
+	}
+	return ""
+}
+
+// redact renders u without user information and query, which may hold secrets.
+func redact(u *url.URL) string {
+	c := *u
+	c.User = nil
+	if c.RawQuery != "" {
+		c.RawQuery = "…"
+	}
+	c.Fragment, c.RawFragment = "", ""
+	return c.String()
+}

@@ -1,0 +1,79 @@
+// Package notify delivers herald's outcome events to subscribers.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/webhook"
+	"github.com/heraldmq/herald/stdwebhook"
+)
+
+// WebhookSink POSTs outcome events as JSON to one URL, with Standard
+// Webhooks headers. It is safe for concurrent use.
+type WebhookSink struct {
+	url    *url.URL
+	secret []byte
+	client *http.Client
+	now    func() time.Time
+}
+
+var _ herald.EventSink = (*WebhookSink)(nil)
+
+// New returns a sink for url, an absolute http or https URL. A non-empty
+// secret signs each body; a nil client means webhook.NewClient(); a nil now
+// means time.Now.
+func New(url string, secret []byte, client *http.Client, now func() time.Time) (*WebhookSink, error) {
+	u, err := webhook.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("notify: %w", err)
+	}
+	if client == nil {
+		client = webhook.NewClient()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	s := &WebhookSink{url: u, client: client, now: now}
+	if len(secret) > 0 {
+		s.secret = append([]byte(nil), secret...)
+	}
+	return s, nil
+}
+
+// Deliver POSTs e as JSON. The headers webhook-id (e.ID, stable across
+// retries of the event) and webhook-timestamp are always sent,
+// webhook-signature when the sink has a secret. A 2xx answer delivers the
+// event; any other answer or a network failure is an error, permanent
+// (herald.Permanent) for a 3xx or a 4xx other than 408 and 429, and carrying
+// herald.RetryAfter when the answer asks for a wait. ctx bounds the exchange.
+func (s *WebhookSink) Deliver(ctx context.Context, e herald.OutcomeEvent) error {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return herald.Permanent(fmt.Errorf("notify: encode event %s: %w", e.ID, err))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url.String(), bytes.NewReader(body))
+	if err != nil {
+		return herald.Permanent(fmt.Errorf("notify: build request: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "herald-notify")
+	ts := s.now()
+	if len(s.secret) > 0 {
+		stdwebhook.SetHeaders(req.Header, s.secret, e.ID, ts, body)
+	} else {
+		req.Header.Set(stdwebhook.HeaderID, e.ID)
+		req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	}
+	if _, err := webhook.Do(s.client, req, s.now); err != nil {
+		return fmt.Errorf("notify: event %s: %w", e.ID, err)
+	}
+	return nil
+}
