@@ -2,6 +2,7 @@ package herald
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -58,6 +59,10 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 		m.ExpiresAt = now.Add(r.Policy.MaxAge)
 	}
 	if err := r.Carrier.Validate(m); err != nil {
+		var invalid *InvalidError
+		if !errors.As(err, &invalid) {
+			err = Invalid("target", "%v", err)
+		}
 		return nil, false, err
 	}
 	stored, created, err := e.store.Create(ctx, m, CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled)})

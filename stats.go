@@ -75,6 +75,10 @@ var DefaultHealthThresholds = HealthThresholds{
 	SuccessRateWarning: 0.90, SuccessRateCritical: 0.80,
 }
 
+// minHealthSample is the number of ended messages below which the success
+// rate is too noisy to judge health by.
+const minHealthSample = 20
+
 // Health is the queue's state against the thresholds.
 type Health struct {
 	Status   string   `json:"status"` // healthy, warning or critical
@@ -104,7 +108,7 @@ func (e *Engine) Health(ctx context.Context, tenant string) (Health, error) {
 	if s.DeadLetters >= th.DeadLettersWarning {
 		level(s.DeadLetters >= th.DeadLettersCritical, fmt.Sprintf("dead letters %d", s.DeadLetters))
 	}
-	if s.SuccessRate < th.SuccessRateWarning {
+	if ok, failed := s.ByStatus[StatusDeliverySuccessful], s.ByStatus[StatusDeliveryFailed]; ok+failed >= minHealthSample && s.SuccessRate < th.SuccessRateWarning {
 		level(s.SuccessRate < th.SuccessRateCritical, fmt.Sprintf("success rate %.1f%%", s.SuccessRate*100))
 	}
 	return h, nil

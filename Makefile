@@ -1,0 +1,33 @@
+.DEFAULT_GOAL := help
+
+## help: list the targets
+help:
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed 's/^## /  /'
+
+## demo: run the server on SQLite with a flaky sink and watch messages flow
+demo:
+	go run ./cmd/herald demo
+
+## run: run the server (SQLite in the working directory, a demo route)
+run:
+	go run ./cmd/herald serve
+
+## test: run every test with the race detector (the README's test command)
+test:
+	go test -race -count=1 ./...
+
+## lint: gofmt and go vet
+lint:
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
+	go vet ./...
+
+## bench: the W1–W5 workloads on SQLite, then the store benchmarks
+bench:
+	go run ./cmd/herald bench
+	go test -run '^$$' -bench . -benchtime 5000x ./store/...
+
+## build: build bin/herald
+build:
+	go build -o bin/herald ./cmd/herald
+
+.PHONY: help demo run test lint bench build

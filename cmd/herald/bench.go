@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/bench"
+)
+
+func benchCommand() *cobra.Command {
+	var storeURL, workloads string
+	var inProcess bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the W1–W5 workloads and print one JSON line each",
+		Long: `Runs the standard workloads against a store with an in-process carrier:
+  W1  one producer sends 20,000 messages of 256 bytes, each durable on return
+  W2  16 producers share 50,000 sends
+  W3  50,000 preloaded; dispatch concurrency 10; carrier accepts at once
+  W4  5,000; the carrier takes 20 ms; concurrency 100 (ideal 5,000 msgs/s)
+  W5  2,000; each fails its first attempt and succeeds on the second, retry delay 0
+Each workload runs in a fresh child process on a fresh database, so its peak RSS is its own.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names := strings.Split(workloads, ",")
+			for _, name := range names {
+				w, ok := bench.Find(strings.TrimSpace(name))
+				if !ok {
+					return fmt.Errorf("unknown workload %q (want W1..W5)", name)
+				}
+				if !inProcess && len(names) > 1 {
+					if err := runBenchChild(cmd, w.Name, storeURL); err != nil {
+						return err
+					}
+					continue
+				}
+				res, err := runWorkload(cmd, w, storeURL)
+				if err != nil {
+					return fmt.Errorf("%s: %w", w.Name, err)
+				}
+				line, _ := json.Marshal(res)
+				fmt.Fprintln(cmd.OutOrStdout(), string(line))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure; sqlite: alone uses a fresh temporary database")
+	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "comma-separated workloads to run")
+	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
+	return cmd
+}
+
+func runBenchChild(cmd *cobra.Command, workload, storeURL string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	child := exec.CommandContext(cmd.Context(), self, "bench", "--workload", workload, "--store", storeURL, "--in-process")
+	child.Stdout, child.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+	return child.Run()
+}
+
+func runWorkload(cmd *cobra.Command, w bench.Workload, storeURL string) (bench.Result, error) {
+	dir, err := os.MkdirTemp("", "herald-bench-")
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	if storeURL == "sqlite:" {
+		storeURL = "sqlite:" + filepath.Join(dir, "bench.db")
+	}
+	peer := "herald-" + strings.SplitN(storeURL, ":", 2)[0]
+	return bench.Run(cmd.Context(), w, peer, func() (herald.Store, error) { return openStore(storeURL) })
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/webhook"
+	"github.com/heraldmq/herald/config"
+	"github.com/heraldmq/herald/httpapi"
+	"github.com/heraldmq/herald/metrics"
+	"github.com/heraldmq/herald/notify"
+	"github.com/heraldmq/herald/sim/webhooksink"
+	"github.com/heraldmq/herald/stdwebhook"
+)
+
+// demoSinkPath is where a server without a config serves its built-in sink.
+const demoSinkPath = "/demo/sink"
+
+// demoKey is the API key of a server without a config, unless HERALD_API_KEY is set.
+const demoKey = "demo-key"
+
+func serveCommand() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "serve [--config FILE]",
+		Short: "Run the server (no config: SQLite in the working directory and a demo route)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			s, err := startServer(ctx, f, path == "", newLogger())
+			if err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return s.shutdown()
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "YAML config file (see README)")
+	return cmd
+}
+
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// loadConfig reads the config file, or builds the demo config without one.
+func loadConfig(path string) (*config.File, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	f := config.Default()
+	key := os.Getenv("HERALD_API_KEY")
+	if key == "" {
+		key = demoKey
+	}
+	f.APIKeys = []config.APIKey{{Key: key, Tenant: config.DefaultTenant}}
+	f.Routes[0].URL = "http://" + f.Listen + demoSinkPath
+	return f, nil
+}
+
+// server is a running herald: store, engine and HTTP listener.
+type server struct {
+	log    *slog.Logger
+	store  herald.Store
+	engine *herald.Engine
+	http   *http.Server
+	served chan error
+	addr   string
+}
+
+// startServer opens the store, starts the engine and serves the API. With
+// builtinSink it also serves a webhook sink at demoSinkPath.
+func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slog.Logger) (*server, error) {
+	keys, err := f.Keys()
+	if err != nil {
+		return nil, err
+	}
+	routes, err := buildRoutes(f)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := buildSubscribers(f)
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(f.Store)
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.New()
+	m.WatchCounts(store.Counts)
+	cfg := herald.Config{Store: store, Routes: routes, Subscribers: subs, Logger: log, Observer: m,
+		Retention: f.Retention.D(), DrainBudget: f.DrainBudget.D(), Concurrency: f.Concurrency}
+	if f.Health != nil {
+		th := f.Health.Thresholds()
+		cfg.Health = &th
+	}
+	engine, err := herald.New(cfg)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", f.Listen)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if err := engine.Start(ctx); err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log}))
+	if builtinSink {
+		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
+	}
+	s := &server{log: log, store: store, engine: engine, served: make(chan error, 1), addr: ln.Addr().String(),
+		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { s.served <- s.http.Serve(ln) }()
+	log.Info("herald serving", "listen", s.addr, "store", f.Store, "routes", len(routes))
+	if builtinSink {
+		log.Info("no config: demo route \"demo\" posts to the built-in sink", "sink", "http://"+s.addr+demoSinkPath, "api_key", keyHint(keys))
+	}
+	return s, nil
+}
+
+func keyHint(keys map[string]string) string {
+	for k := range keys {
+		return k
+	}
+	return ""
+}
+
+// shutdown stops taking requests, lets sends in flight finish (up to 10 s)
+// and closes the store.
+func (s *server) shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	httpErr := s.http.Shutdown(ctx)
+	engineErr := s.engine.Stop(ctx)
+	storeErr := s.store.Close()
+	if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return errors.Join(httpErr, engineErr, storeErr)
+}
+
+// buildRoutes makes the engine's routes, with their carriers, from the config.
+func buildRoutes(f *config.File) ([]herald.Route, error) {
+	var routes []herald.Route
+	for _, rc := range f.Routes {
+		policy, err := rc.Policy()
+		if err != nil {
+			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
+		}
+		var c herald.Carrier
+		switch rc.Carrier {
+		case config.CarrierWebhook:
+			var secret []byte
+			if rc.SecretEnv != "" {
+				if secret, err = stdwebhook.ParseSecret(os.Getenv(rc.SecretEnv)); err != nil {
+					return nil, fmt.Errorf("route %q: %s: %w", rc.Name, rc.SecretEnv, err)
+				}
+			}
+			c, err = webhook.New(webhook.Config{URL: rc.URL, Headers: rc.Headers, Secret: secret})
+		default:
+			err = fmt.Errorf("carrier %q is not available in this build", rc.Carrier)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
+		}
+		routes = append(routes, herald.Route{Name: rc.Name, Carrier: c, Policy: policy, Lane: rc.Lane, PermanentErrors: rc.PermanentErrors})
+	}
+	return routes, nil
+}
+
+// buildSubscribers makes the outcome subscribers from the config.
+func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
+	var subs []herald.Subscriber
+	for _, sc := range f.Subscribers {
+		var secret []byte
+		var err error
+		if sc.SecretEnv != "" {
+			if secret, err = stdwebhook.ParseSecret(os.Getenv(sc.SecretEnv)); err != nil {
+				return nil, fmt.Errorf("subscriber %s: %s: %w", sc.URL, sc.SecretEnv, err)
+			}
+		}
+		sink, err := notify.New(sc.URL, secret, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("subscriber %s: %w", sc.URL, err)
+		}
+		var types []herald.Status
+		for _, t := range sc.Types {
+			st, err := herald.ParseStatus(t)
+			if err != nil {
+				return nil, fmt.Errorf("subscriber %s: %w", sc.URL, err)
+			}
+			types = append(types, st)
+		}
+		subs = append(subs, herald.Subscriber{Name: sc.Name, Types: types, MaxAttempts: sc.MaxAttempts, Sink: sink})
+	}
+	return subs, nil
+}

@@ -1,0 +1,107 @@
+package config
+
+import "github.com/heraldmq/herald"
+
+// The carriers a route may name.
+const (
+	CarrierWebhook    = "webhook"
+	CarrierChirpStack = "chirpstack"
+	CarrierCalinV1    = "calin-v1"
+	CarrierCalinV2    = "calin-v2"
+)
+
+// Carriers lists the known carriers.
+var Carriers = []string{CarrierWebhook, CarrierChirpStack, CarrierCalinV1, CarrierCalinV2}
+
+// DefaultProfile returns the profile a route of the given carrier uses when
+// it names none: lorawan for chirpstack, taskpoll for the Calin carriers,
+// channel for the rest (webhook).
+func DefaultProfile(carrier string) herald.Profile {
+	switch carrier {
+	case CarrierChirpStack:
+		return herald.ProfileLoRaWAN
+	case CarrierCalinV1, CarrierCalinV2:
+		return herald.ProfileTaskPoll
+	default:
+		return herald.ProfileChannel
+	}
+}
+
+// Route is a named carrier instance with its policy and flow control.
+type Route struct {
+	// Name is what messages name in their route field. Required, unique.
+	Name string `yaml:"name"`
+	// Carrier is one of Carriers. Required.
+	Carrier string `yaml:"carrier"`
+	// Profile is the policy preset; empty means DefaultProfile(Carrier).
+	Profile string `yaml:"profile"`
+	// Overrides, the policy key, change the profile field by field; the
+	// result is what Policy returns.
+	Overrides *PolicyOverrides `yaml:"policy"`
+	// Lane is the default lane of messages that name none.
+	Lane string `yaml:"lane"`
+	// PermanentErrors are the error patterns that fail a message at once;
+	// nil keeps herald.DefaultPermanentPatterns.
+	PermanentErrors []string `yaml:"permanent_errors"`
+	// Admission is the flow control applied per lane of this route.
+	Admission *Admission `yaml:"admission"`
+	// TenantRate is a token bucket per tenant on this route; zero for none.
+	TenantRate Rate `yaml:"tenant_rate"`
+	// Ordered allows one message in flight per target, in order.
+	Ordered bool `yaml:"ordered"`
+	// DedupTTL is the content-hash dedup window; 0 turns dedup off.
+	DedupTTL Duration `yaml:"dedup_ttl"`
+
+	// URL is where a webhook route POSTs. Required for webhook.
+	URL string `yaml:"url"`
+	// Headers are added to every webhook request.
+	Headers map[string]string `yaml:"headers"`
+	// SecretEnv names the variable holding the webhook's Standard Webhooks secret.
+	SecretEnv string `yaml:"secret_env"`
+
+	// Server is ChirpStack's gRPC host:port.
+	Server string `yaml:"server"`
+	// TokenEnv names the variable holding ChirpStack's API token.
+	TokenEnv string `yaml:"token_env"`
+	// TLS dials Server with TLS.
+	TLS bool `yaml:"tls"`
+	// Send is how ChirpStack downlinks are sent: grpc (default) or mqtt.
+	Send string `yaml:"send"`
+	// MQTT configures ChirpStack's MQTT integration.
+	MQTT *MQTT `yaml:"mqtt"`
+	// IngressSecretEnv names the variable holding the secret ChirpStack's HTTP
+	// integration sends as a bearer token to /v1/ingress/{route}.
+	IngressSecretEnv string `yaml:"ingress_secret_env"`
+
+	// BaseURL is the Calin API's address.
+	BaseURL string `yaml:"base_url"`
+	// Company is the Calin company name.
+	Company string `yaml:"company"`
+	// UsernameEnv names the variable holding the Calin v1 user name.
+	UsernameEnv string `yaml:"username_env"`
+	// UserIDEnv names the variable holding the Calin v2 user id.
+	UserIDEnv string `yaml:"user_id_env"`
+	// PasswordEnv names the variable holding the Calin password.
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// Admission is the flow control applied per lane of a route.
+type Admission struct {
+	// Spacing is the minimum interval between dispatches.
+	Spacing Duration `yaml:"spacing"`
+	// Concurrency is the maximum in flight; 0 for no cap.
+	Concurrency int `yaml:"concurrency"`
+	// Rate is a token bucket whose burst is the per-period amount.
+	Rate Rate `yaml:"rate"`
+}
+
+// MQTT configures ChirpStack's MQTT integration.
+type MQTT struct {
+	// URL is the broker's address (tcp://, ssl://, ws://).
+	URL string `yaml:"url"`
+	// ApplicationID is the ChirpStack application whose topics are used.
+	ApplicationID string `yaml:"application_id"`
+	// UsernameEnv and PasswordEnv name the variables holding the broker's credentials.
+	UsernameEnv string `yaml:"username_env"`
+	PasswordEnv string `yaml:"password_env"`
+}

@@ -1,0 +1,166 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+
+	"github.com/heraldmq/herald"
+)
+
+// routeName is what a route may be called: it appears in URL paths.
+var routeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Validate reports everything wrong with f, one line per problem. It reads
+// the environment variables that the API keys and signing secrets name.
+func (f *File) Validate() error {
+	var errs []error
+	if _, err := ParseStore(f.Store); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := f.Keys(); err != nil {
+		errs = append(errs, err)
+	}
+	if f.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("concurrency %d is negative", f.Concurrency))
+	}
+	errs = append(errs, f.validateSubscribers()...)
+	errs = append(errs, f.validateRoutes()...)
+	if f.Health != nil {
+		if err := f.Health.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f *File) validateSubscribers() []error {
+	var errs []error
+	names := map[string]bool{}
+	for i, s := range f.Subscribers {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("subscribers[%d]: "+format, append([]any{i}, args...)...))
+		}
+		if err := checkHTTPURL(s.URL); err != nil {
+			bad("url: %v", err)
+		}
+		if names[s.Name] {
+			bad("name %q is used twice", s.Name)
+		}
+		names[s.Name] = true
+		if err := checkEnv(s.SecretEnv); err != nil {
+			bad("secret_env: %v", err)
+		}
+		for _, t := range s.Types {
+			if _, err := herald.ParseStatus(t); err != nil {
+				bad("types: %v", err)
+			}
+		}
+		if s.MaxAttempts < 0 {
+			bad("max_attempts %d is negative", s.MaxAttempts)
+		}
+	}
+	return errs
+}
+
+func (f *File) validateRoutes() []error {
+	if len(f.Routes) == 0 {
+		return []error{errors.New("routes: at least one route is required")}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, r := range f.Routes {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("routes[%d] %q: "+format, append([]any{i, r.Name}, args...)...))
+		}
+		switch {
+		case r.Name == "":
+			bad("name is required")
+		case !routeName.MatchString(r.Name):
+			bad("name may hold only letters, digits, '_', '.' and '-'")
+		case seen[r.Name]:
+			bad("duplicate route name")
+		}
+		seen[r.Name] = true
+		if !slices.Contains(Carriers, r.Carrier) {
+			bad("unknown carrier %q (want one of %v)", r.Carrier, Carriers)
+			continue
+		}
+		if _, err := r.policy(); err != nil {
+			bad("%v", err)
+		}
+		if _, err := herald.NewErrorClassifier(r.PermanentErrors); err != nil {
+			bad("permanent_errors: %v", err)
+		}
+		if a := r.Admission; a != nil && a.Concurrency < 0 {
+			bad("admission: concurrency %d is negative", a.Concurrency)
+		}
+		for _, err := range r.validateCarrier() {
+			bad("%v", err)
+		}
+	}
+	return errs
+}
+
+// validateCarrier checks the keys of the route's own carrier.
+func (r Route) validateCarrier() []error {
+	var errs []error
+	switch r.Carrier {
+	case CarrierWebhook:
+		if r.URL == "" {
+			errs = append(errs, errors.New("url is required for a webhook route"))
+		} else if err := checkHTTPURL(r.URL); err != nil {
+			errs = append(errs, fmt.Errorf("url: %v", err))
+		}
+		if err := checkEnv(r.SecretEnv); err != nil {
+			errs = append(errs, fmt.Errorf("secret_env: %v", err))
+		}
+	case CarrierChirpStack:
+		switch r.Send {
+		case "", "grpc":
+		case "mqtt":
+			if r.MQTT == nil || r.MQTT.URL == "" {
+				errs = append(errs, errors.New("send: mqtt needs mqtt.url"))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("send %q: want grpc or mqtt", r.Send))
+		}
+	case CarrierCalinV1, CarrierCalinV2:
+		if r.BaseURL == "" {
+			errs = append(errs, fmt.Errorf("base_url is required for a %s route", r.Carrier))
+		} else if err := checkHTTPURL(r.BaseURL); err != nil {
+			errs = append(errs, fmt.Errorf("base_url: %v", err))
+		}
+	}
+	return errs
+}
+
+// checkHTTPURL reports whether s is an absolute http or https URL.
+func checkHTTPURL(s string) error {
+	if s == "" {
+		return errors.New("is required")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL", s)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http or https URL", s)
+	}
+	return nil
+}
+
+// checkEnv reports a named environment variable that is unset or empty.
+// An empty name is fine: the setting is optional.
+func checkEnv(name string) error {
+	if name == "" {
+		return nil
+	}
+	if v, ok := os.LookupEnv(name); !ok || v == "" {
+		return fmt.Errorf("environment variable %s is not set", name)
+	}
+	return nil
+}

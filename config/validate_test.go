@@ -1,0 +1,195 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const okRoute = `
+routes:
+  - {name: hooks, carrier: webhook, url: "http://127.0.0.1:9000/in"}
+`
+
+func TestValidationErrors(t *testing.T) {
+	t.Setenv("SET_VAR", "x")
+	tests := []struct {
+		name, yaml string
+		want       []string // substrings of the error
+	}{
+		{"duplicate route names", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x"}
+  - {name: a, carrier: webhook, url: "http://h/y"}
+`, []string{`routes[1] "a"`, "duplicate route name"}},
+		{"unknown carrier", `
+routes:
+  - {name: a, carrier: telegraph}
+`, []string{`routes[0] "a"`, `unknown carrier "telegraph"`}},
+		{"webhook without url", `
+routes:
+  - {name: a, carrier: webhook}
+`, []string{"url is required for a webhook route"}},
+		{"webhook with a relative url", `
+routes:
+  - {name: a, carrier: webhook, url: "/in"}
+`, []string{"not an absolute http or https URL"}},
+		{"route without a name", `
+routes:
+  - {carrier: webhook, url: "http://h/x"}
+`, []string{"name is required"}},
+		{"route name unfit for a path", `
+routes:
+  - {name: "a/b", carrier: webhook, url: "http://h/x"}
+`, []string{"name may hold only"}},
+		{"no routes", `listen: ":1"`, []string{"at least one route is required"}},
+		{"key_env unset", `
+api_keys: [{key_env: HERALD_TEST_SURELY_UNSET, tenant: t}]
+` + okRoute, []string{"api_keys[0]", "HERALD_TEST_SURELY_UNSET is not set"}},
+		{"key and key_env", `
+api_keys: [{key_env: SET_VAR, key: k}]
+` + okRoute, []string{"not both"}},
+		{"api key with neither", `
+api_keys: [{tenant: t}]
+` + okRoute, []string{"key_env is required"}},
+		{"one key for two tenants", `
+api_keys: [{key: k, tenant: a}, {key: k, tenant: b}]
+` + okRoute, []string{"api_keys[1]", `tenants "a" and "b"`}},
+		{"store scheme", `
+store: postgres://localhost/db
+` + okRoute, []string{`store "postgres://localhost/db"`, "sqlite:PATH"}},
+		{"sqlite without a path", `
+store: "sqlite:"
+` + okRoute, []string{"needs a path"}},
+		{"typo names its line", `
+listen: ":1"
+routes:
+  - name: a
+    carrier: webhook
+    url: http://h/x
+    max_attempts: 3
+`, []string{"line 7", "max_attempts"}},
+		{"unknown profile", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", profile: fast}
+`, []string{`unknown profile "fast"`}},
+		{"invalid policy", `
+routes:
+  - name: a
+    carrier: webhook
+    url: http://h/x
+    policy: {retry: {jitter: 0.9}}
+`, []string{"policy: retry: jitter 0.9"}},
+		{"max_attempts 0", `
+routes:
+  - {name: a, carrier: chirpstack, policy: {max_attempts: 0}}
+`, []string{"max_attempts 0 must be >= 1"}},
+		{"unknown retry kind", `
+routes:
+  - {name: a, carrier: chirpstack, policy: {retry: {kind: fibonacci}}}
+`, []string{`unknown kind "fibonacci"`}},
+		{"bad duration names its line", `
+routes:
+  - name: a
+    carrier: webhook
+    url: http://h/x
+    policy: {max_age: 2 weeks}
+`, []string{"line 6", `"2 weeks" is not a duration`}},
+		{"bare number is no duration", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", dedup_ttl: 30}
+`, []string{`"30" is not a duration`}},
+		{"bad rate", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", tenant_rate: 100/fortnight}
+`, []string{`"100/fortnight" is not a rate`}},
+		{"negative concurrency", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", admission: {concurrency: -1}}
+`, []string{"concurrency -1 is negative"}},
+		{"bad permanent error pattern", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", permanent_errors: ["(unclosed"]}
+`, []string{"permanent_errors"}},
+		{"chirpstack send", `
+routes:
+  - {name: a, carrier: chirpstack, send: carrier-pigeon}
+`, []string{`send "carrier-pigeon"`}},
+		{"chirpstack mqtt without url", `
+routes:
+  - {name: a, carrier: chirpstack, send: mqtt}
+`, []string{"mqtt needs mqtt.url"}},
+		{"calin without base_url", `
+routes:
+  - {name: a, carrier: calin-v1}
+`, []string{"base_url is required for a calin-v1 route"}},
+		{"webhook secret_env unset", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", secret_env: HERALD_TEST_SURELY_UNSET}
+`, []string{"secret_env: environment variable HERALD_TEST_SURELY_UNSET is not set"}},
+		{"subscriber without url", `
+subscribers: [{secret_env: SET_VAR}]
+` + okRoute, []string{"subscribers[0]: url: is required"}},
+		{"subscriber type", `
+subscribers: [{url: "http://h/e", types: [DONE]}]
+` + okRoute, []string{`unknown status "DONE"`}},
+		{"health out of order", `
+health: {queue_depth_warning: 50, queue_depth_critical: 10}
+` + okRoute, []string{"queue_depth_critical 10 is below queue_depth_warning 50"}},
+		{"negative concurrency of the engine", `
+concurrency: -2
+` + okRoute, []string{"concurrency -2 is negative"}},
+		{"two documents", okRoute + "---\n" + okRoute, []string{"one YAML document"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse([]byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("Parse succeeded: %+v", f)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestValidationReportsEveryProblem(t *testing.T) {
+	_, err := Parse([]byte(`
+store: mysql://x
+routes:
+  - {name: a, carrier: webhook}
+  - {name: a, carrier: nope}
+`))
+	if err == nil {
+		t.Fatal("Parse succeeded")
+	}
+	for _, w := range []string{"mysql://x", "url is required", "duplicate route name", `unknown carrier "nope"`} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}
+
+func TestParseStore(t *testing.T) {
+	tests := []struct {
+		in   string
+		want StoreSpec
+		ok   bool
+	}{
+		{"sqlite:./herald.db", StoreSpec{StoreSQLite, "./herald.db"}, true},
+		{"sqlite:///var/lib/herald.db", StoreSpec{StoreSQLite, "/var/lib/herald.db"}, true},
+		{"redis://127.0.0.1:6379/0", StoreSpec{StoreRedis, "redis://127.0.0.1:6379/0"}, true},
+		{"rediss://u:p@h:6380/1", StoreSpec{StoreRedis, "rediss://u:p@h:6380/1"}, true},
+		{"./herald.db", StoreSpec{}, false},
+		{"sqlite:", StoreSpec{}, false},
+		{"redisx://h", StoreSpec{}, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseStore(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseStore(%q) = %+v, %v", tt.in, got, err)
+		}
+	}
+}

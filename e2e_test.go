@@ -1,0 +1,442 @@
+package herald_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/webhook"
+	"github.com/heraldmq/herald/clock"
+	"github.com/heraldmq/herald/sim/webhooksink"
+	"github.com/heraldmq/herald/store/sqlite"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// rig is an engine on a fresh SQLite store with a fake clock, driven by Tick.
+type rig struct {
+	t     *testing.T
+	clock *clock.Fake
+	store *sqlite.Store
+	eng   *herald.Engine
+}
+
+func newRig(t *testing.T, routes []herald.Route, subs ...herald.Subscriber) *rig {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	fc := clock.NewFake(t0)
+	eng, err := herald.New(herald.Config{
+		Store: st, Routes: routes, Subscribers: subs, Clock: fc,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Random: func() float64 { return 0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, clock: fc, store: st, eng: eng}
+}
+
+func (r *rig) tick() {
+	r.t.Helper()
+	if err := r.eng.Tick(context.Background()); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) send(req herald.SendRequest) *herald.Message {
+	r.t.Helper()
+	m, _, err := r.eng.Send(context.Background(), "acme", req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return m
+}
+
+func (r *rig) get(id string) *herald.Message {
+	r.t.Helper()
+	m, err := r.eng.Get(context.Background(), "acme", id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return m
+}
+
+func webhookRoute(t *testing.T, name, url string, profile herald.Profile) herald.Route {
+	t.Helper()
+	c, err := webhook.New(webhook.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := herald.ProfilePolicy(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return herald.Route{Name: name, Carrier: c, Policy: p}
+}
+
+type step struct {
+	from, to herald.Status
+	attempt  int
+}
+
+func checkTimeline(t *testing.T, m *herald.Message, want []step) {
+	t.Helper()
+	if len(m.Timeline) != len(want) {
+		for _, e := range m.Timeline {
+			t.Logf("  %s -> %s attempt %d %q", e.From, e.To, e.Attempt, e.Reason)
+		}
+		t.Fatalf("timeline has %d entries, want %d", len(m.Timeline), len(want))
+	}
+	for i, w := range want {
+		e := m.Timeline[i]
+		if e.From != w.from || e.To != w.to || e.Attempt != w.attempt {
+			t.Errorf("timeline[%d] = %s -> %s attempt %d, want %s -> %s attempt %d", i, e.From, e.To, e.Attempt, w.from, w.to, w.attempt)
+		}
+	}
+}
+
+func TestWebhookFailsThreeTimesThenSucceeds(t *testing.T) {
+	sink := webhooksink.New(webhooksink.Config{FailFirst: 3})
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	r := newRig(t, []herald.Route{webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)})
+
+	m := r.send(herald.SendRequest{Route: "hooks", Text: "hello"})
+	r.tick()
+	got := r.get(m.ID)
+	if got.Status != herald.StatusToRetry || !got.DueAt.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("after first failure: %s due %v, want TO_RETRY due +5s", got.Status, got.DueAt)
+	}
+	r.clock.Advance(4999 * time.Millisecond)
+	r.tick()
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Attempt != 1 {
+		t.Fatalf("retried before its backoff: %s attempt %d", got.Status, got.Attempt)
+	}
+	for _, wait := range []time.Duration{time.Millisecond, 25 * time.Second, 2 * time.Minute} {
+		r.clock.Advance(wait)
+		r.tick()
+	}
+	got = r.get(m.ID)
+	if got.Status != herald.StatusDeliverySuccessful || got.Attempt != 4 {
+		t.Fatalf("ended %s after %d attempts, want DELIVERY_SUCCESSFUL after 4", got.Status, got.Attempt)
+	}
+	want := []step{{"", herald.StatusQueued, 0}}
+	for a := 1; a <= 3; a++ {
+		want = append(want,
+			step{herald.StatusQueued, herald.StatusSentToNS, a},
+			step{herald.StatusSentToNS, herald.StatusToRetry, a},
+			step{herald.StatusToRetry, herald.StatusQueued, a})
+	}
+	want = append(want,
+		step{herald.StatusQueued, herald.StatusSentToNS, 4},
+		step{herald.StatusSentToNS, herald.StatusDeliverySuccessful, 4})
+	checkTimeline(t, got, want)
+	if s := sink.Stats(); s.Requests != 4 || s.Delivered != 1 {
+		t.Errorf("sink saw %d requests, %d delivered; want 4 and 1", s.Requests, s.Delivered)
+	}
+}
+
+func TestWebhook400FailsAfterOneAttempt(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "bad payload", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	r := newRig(t, []herald.Route{webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)})
+	m := r.send(herald.SendRequest{Route: "hooks", Text: "hello"})
+	r.tick()
+	got := r.get(m.ID)
+	if got.Status != herald.StatusDeliveryFailed || got.Attempt != 1 {
+		t.Fatalf("got %s after %d attempts, want DELIVERY_FAILED after 1", got.Status, got.Attempt)
+	}
+	if got.LastError == "" {
+		t.Error("the dead letter has no last error")
+	}
+	checkTimeline(t, got, []step{{"", herald.StatusQueued, 0}, {herald.StatusQueued, herald.StatusSentToNS, 1}, {herald.StatusSentToNS, herald.StatusDeliveryFailed, 1}})
+}
+
+func TestExpiresWhileWaitingToRetry(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	r := newRig(t, []herald.Route{webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)})
+	m := r.send(herald.SendRequest{Route: "hooks", Text: "hello", ExpiresAt: t0.Add(3 * time.Second)})
+	r.tick()
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry {
+		t.Fatalf("got %s, want TO_RETRY", got.Status)
+	}
+	r.clock.Advance(3 * time.Second)
+	r.tick()
+	got := r.get(m.ID)
+	if got.Status != herald.StatusDeliveryFailed {
+		t.Fatalf("got %s, want DELIVERY_FAILED", got.Status)
+	}
+	last := got.Timeline[len(got.Timeline)-1]
+	if last.From != herald.StatusToRetry || last.Reason != "expired" {
+		t.Errorf("last entry %s -> %s %q, want TO_RETRY -> DELIVERY_FAILED \"expired\"", last.From, last.To, last.Reason)
+	}
+}
+
+// scripted is a carrier whose answers a test sets.
+type scripted struct {
+	path  herald.Path
+	mu    sync.Mutex
+	err   error
+	sends atomic.Int64
+	poll  herald.PollResult
+}
+
+func (s *scripted) Path() herald.Path              { return s.path }
+func (s *scripted) Validate(*herald.Message) error { return nil }
+func (s *scripted) Send(context.Context, *herald.Message) (herald.SendResult, error) {
+	s.sends.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return herald.SendResult{ExternalID: "task-1"}, s.err
+}
+func (s *scripted) Poll(context.Context, *herald.Message) (herald.PollResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.poll, nil
+}
+
+func TestLoRaWANGivesUpAfterTwelveAttempts(t *testing.T) {
+	c := &scripted{path: herald.PathPush, err: errors.New("network server unavailable")}
+	p, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN)
+	r := newRig(t, []herald.Route{{Name: "lora", Carrier: c, Policy: p}})
+	m := r.send(herald.SendRequest{Route: "lora", Target: "0102030405060708", Payload: []byte{1}})
+	r.tick()
+	for a := 1; a < 12; a++ {
+		got := r.get(m.ID)
+		want := min(2*time.Second<<(a-1), time.Hour)
+		if got.Status != herald.StatusToRetry || got.DueAt.Sub(r.clock.Now()) != want {
+			t.Fatalf("after attempt %d: %s, next in %v; want TO_RETRY in %v", a, got.Status, got.DueAt.Sub(r.clock.Now()), want)
+		}
+		r.clock.Advance(want)
+		r.tick()
+	}
+	got := r.get(m.ID)
+	if got.Status != herald.StatusDeliveryFailed || got.Attempt != 12 || c.sends.Load() != 12 {
+		t.Fatalf("ended %s after %d attempts (%d sends), want DELIVERY_FAILED after 12", got.Status, got.Attempt, c.sends.Load())
+	}
+}
+
+func TestAcceptTimeoutRetriesAndRefusesTheLateCompletion(t *testing.T) {
+	c := &scripted{path: herald.PathDirect}
+	p, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN)
+	r := newRig(t, []herald.Route{{Name: "lora", Carrier: c, Policy: p}})
+	m := r.send(herald.SendRequest{Route: "lora", Target: "x", Payload: []byte{1}})
+	// A node claims it and dies before the carrier answers.
+	claimed, err := r.store.Claim(context.Background(), herald.Claim{Now: r.clock.Now(), Limit: 1, DefaultAccept: 20 * time.Second})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %d", err, len(claimed))
+	}
+	r.clock.Advance(19 * time.Second)
+	r.tick()
+	if got := r.get(m.ID); got.Status != herald.StatusSentToNS {
+		t.Fatalf("reaped before the accept timeout: %s", got.Status)
+	}
+	r.clock.Advance(time.Second)
+	r.tick() // reaped to TO_RETRY with a 2 s backoff
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry {
+		t.Fatalf("after the accept timeout: %s, want TO_RETRY", got.Status)
+	}
+	r.clock.Advance(2 * time.Second)
+	r.tick()
+	if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 2 {
+		t.Fatalf("retry ended %s at attempt %d", got.Status, got.Attempt)
+	}
+	late := r.store.Transition(context.Background(), herald.Transition{ID: m.ID, From: herald.StatusSentToNS,
+		To: herald.StatusDeliveryFailed, Lease: claimed[0].Lease, At: r.clock.Now()})
+	if !errors.Is(late, herald.ErrConflict) {
+		t.Fatalf("late completion under the old lease: %v, want ErrConflict", late)
+	}
+}
+
+func TestPullTaskFailsAtMaxAgeWithoutRetry(t *testing.T) {
+	c := &scripted{path: herald.PathPull, poll: herald.PollPending}
+	p, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
+	r := newRig(t, []herald.Route{{Name: "meters", Carrier: c, Policy: p}})
+	m := r.send(herald.SendRequest{Route: "meters", Target: "m1", Text: "reading"})
+	r.tick()
+	got := r.get(m.ID)
+	if got.Status != herald.StatusDeliveredToNS || got.ExternalID != "task-1" || !got.DueAt.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("after acceptance: %s ext %q poll at %v", got.Status, got.ExternalID, got.DueAt)
+	}
+	for elapsed := time.Duration(0); elapsed < 48*time.Hour; elapsed += time.Hour {
+		r.clock.Advance(time.Hour)
+		r.tick()
+	}
+	got = r.get(m.ID)
+	if got.Status != herald.StatusDeliveryFailed || c.sends.Load() != 1 {
+		t.Fatalf("after 48 h: %s with %d sends, want DELIVERY_FAILED with 1", got.Status, c.sends.Load())
+	}
+}
+
+func TestPullTaskSucceedsWhenPolledDone(t *testing.T) {
+	c := &scripted{path: herald.PathPull, poll: herald.PollPending}
+	p, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
+	r := newRig(t, []herald.Route{{Name: "meters", Carrier: c, Policy: p}})
+	m := r.send(herald.SendRequest{Route: "meters", Target: "m1", Text: "reading"})
+	r.tick()
+	r.clock.Advance(10 * time.Second)
+	r.tick()
+	if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || !got.DueAt.Equal(r.clock.Now().Add(10*time.Second)) {
+		t.Fatalf("pending poll: %s next poll %v", got.Status, got.DueAt)
+	}
+	c.mu.Lock()
+	c.poll = herald.PollSucceeded
+	c.mu.Unlock()
+	r.clock.Advance(10 * time.Second)
+	r.tick()
+	if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful {
+		t.Fatalf("done task: %s", got.Status)
+	}
+}
+
+func TestCancelReplayCoalesceIdempotency(t *testing.T) {
+	c := &scripted{path: herald.PathDirect, err: errors.New("down")}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	r := newRig(t, []herald.Route{{Name: "chat", Carrier: c, Policy: p}})
+	ctx := context.Background()
+
+	a := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "a", IdempotencyKey: "k1"})
+	again, created, err := r.eng.Send(ctx, "acme", herald.SendRequest{Route: "chat", Target: "1", Text: "other", IdempotencyKey: "k1"})
+	if err != nil || created || again.ID != a.ID {
+		t.Fatalf("idempotent repeat: created=%v id=%s err=%v, want the first message", created, again.ID, err)
+	}
+
+	old := r.send(herald.SendRequest{Route: "chat", Target: "2", Text: "v1", CoalesceKey: "display-2"})
+	r.send(herald.SendRequest{Route: "chat", Target: "2", Text: "v2", CoalesceKey: "display-2"})
+	if got := r.get(old.ID); got.Status != herald.StatusCancelled || got.Timeline[len(got.Timeline)-1].Reason != "coalesced" {
+		t.Fatalf("coalesced message: %s", got.Status)
+	}
+
+	cancelled, err := r.eng.Cancel(ctx, "acme", a.ID)
+	if err != nil || cancelled.Status != herald.StatusCancelled {
+		t.Fatalf("cancel: %v %v", cancelled, err)
+	}
+	if _, err := r.eng.Cancel(ctx, "acme", a.ID); !errors.Is(err, herald.ErrNotCancellable) {
+		t.Fatalf("second cancel: %v, want ErrNotCancellable", err)
+	}
+	if _, err := r.eng.Get(ctx, "other-tenant", a.ID); !errors.Is(err, herald.ErrNotFound) {
+		t.Fatalf("another tenant read it: %v", err)
+	}
+	replayed, err := r.eng.Replay(ctx, "acme", a.ID)
+	if err != nil || replayed.Status != herald.StatusQueued || replayed.Attempt != 0 {
+		t.Fatalf("replay: %+v %v", replayed, err)
+	}
+	if _, err := r.eng.Replay(ctx, "acme", a.ID); !errors.Is(err, herald.ErrNotReplayable) {
+		t.Fatalf("replay of a queued message: %v, want ErrNotReplayable", err)
+	}
+}
+
+func TestStartupDrainFailsMessagesOfRemovedRoutes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "herald.db")
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	fc := clock.NewFake(t0)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, _ := herald.New(herald.Config{Store: st, Clock: fc, Logger: quiet, Routes: []herald.Route{
+		{Name: "old", Carrier: &scripted{}, Policy: p}, {Name: "kept", Carrier: &scripted{}, Policy: p}}})
+	m, _, _ := eng.Send(context.Background(), "acme", herald.SendRequest{Route: "old", Target: "1", Text: "x"})
+	k, _, _ := eng.Send(context.Background(), "acme", herald.SendRequest{Route: "kept", Target: "1", Text: "x"})
+	st.Close()
+
+	st, err = sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eng, _ = herald.New(herald.Config{Store: st, Clock: fc, Logger: quiet, Routes: []herald.Route{{Name: "kept", Carrier: &scripted{}, Policy: p}}})
+	if err := eng.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := eng.Get(context.Background(), "acme", m.ID)
+	if got.Status != herald.StatusDeliveryFailed || got.Timeline[len(got.Timeline)-1].Reason != "route removed" {
+		t.Fatalf("message of a removed route: %s", got.Status)
+	}
+	if got, _ := eng.Get(context.Background(), "acme", k.ID); got.Status != herald.StatusQueued {
+		t.Fatalf("message of a kept route: %s", got.Status)
+	}
+}
+
+// recordingSink is an EventSink that fails its first n deliveries.
+type recordingSink struct {
+	mu     sync.Mutex
+	failN  int
+	calls  int
+	events []herald.OutcomeEvent
+}
+
+func (s *recordingSink) Deliver(_ context.Context, e herald.OutcomeEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.calls <= s.failN {
+		return fmt.Errorf("subscriber down (%d)", s.calls)
+	}
+	s.events = append(s.events, e)
+	return nil
+}
+
+func TestOutcomeEventsRetryThenDeliver(t *testing.T) {
+	sink := &recordingSink{failN: 2}
+	c := &scripted{path: herald.PathDirect}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	sub := herald.Subscriber{Name: "ops", Sink: sink, MaxAttempts: 5,
+		Retry: herald.RetryPolicy{Kind: herald.RetryConstant, Base: time.Second}}
+	r := newRig(t, []herald.Route{{Name: "chat", Carrier: c, Policy: p}}, sub)
+	m := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "x"})
+	r.tick() // delivered; the event's first delivery fails
+	r.tick() // not due yet
+	if sink.calls != 1 {
+		t.Fatalf("event tried %d times before its backoff, want 1", sink.calls)
+	}
+	r.clock.Advance(time.Second)
+	r.tick()
+	r.clock.Advance(time.Second)
+	r.tick()
+	if len(sink.events) != 1 || sink.events[0].Type != herald.StatusDeliverySuccessful || sink.events[0].Message.ID != m.ID {
+		t.Fatalf("events delivered: %+v", sink.events)
+	}
+	r.clock.Advance(time.Minute)
+	r.tick()
+	if sink.calls != 3 {
+		t.Fatalf("delivered event sent again: %d calls", sink.calls)
+	}
+}
+
+func TestOutcomeEventDeadAfterLastAttempt(t *testing.T) {
+	sink := &recordingSink{failN: 1000}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	sub := herald.Subscriber{Name: "ops", Sink: sink, MaxAttempts: 3,
+		Retry: herald.RetryPolicy{Kind: herald.RetryConstant, Base: time.Second}}
+	r := newRig(t, []herald.Route{{Name: "chat", Carrier: &scripted{}, Policy: p}}, sub)
+	r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "x"})
+	for range 10 {
+		r.tick()
+		r.clock.Advance(time.Second)
+	}
+	if sink.calls != 3 {
+		t.Fatalf("event tried %d times, want 3 then dead", sink.calls)
+	}
+}

@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// deadLetters sends n messages to target "fail" on route and runs the
+// engine until they are dead letters.
+func (f *fixture) deadLetters(route string, n int) {
+	f.t.Helper()
+	for range n {
+		f.sendOK(`{"route":"` + route + `","target":"fail","text":"hi"}`)
+	}
+	f.tick()
+}
+
+func (f *fixture) tick() {
+	f.t.Helper()
+	if err := f.engine.Tick(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func TestDeadLettersListReplayPurge(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters("hooks", 2)
+	f.deadLetters("devices", 1)
+	ok := f.sendOK(`{"route":"hooks","target":"ok","text":"hi"}`)
+	f.tick()
+	if v := decode[herald.MessageView](t, f.do("GET", "/v1/messages/"+ok.ID, keyA, "")); v.Status != herald.StatusDeliverySuccessful {
+		t.Fatalf("the good message is %s", v.Status)
+	}
+
+	l := f.list("/v1/dead-letters", keyA)
+	if len(l.Messages) != 3 {
+		t.Fatalf("%d dead letters, want 3", len(l.Messages))
+	}
+	for _, m := range l.Messages {
+		if m.Status != herald.StatusDeliveryFailed || !strings.Contains(m.LastError, "refused") {
+			t.Errorf("dead letter %+v", m)
+		}
+	}
+	if l := f.list("/v1/dead-letters?route=hooks&limit=1", keyA); len(l.Messages) != 1 || l.NextCursor == "" {
+		t.Errorf("route filter page: %d messages, cursor %q", len(l.Messages), l.NextCursor)
+	}
+	if l := f.list("/v1/dead-letters", keyB); len(l.Messages) != 0 {
+		t.Errorf("tenant B sees %d dead letters", len(l.Messages))
+	}
+	wantError(t, f.do("GET", "/v1/dead-letters?limit=5000", keyA, ""), http.StatusBadRequest, codeInvalidField)
+
+	// Replay: tenant B replays nothing of A's; A replays the route's two.
+	if got := decode[map[string]int](t, f.do("POST", "/v1/dead-letters/replay", keyB, "")); got["replayed"] != 0 {
+		t.Errorf("tenant B replayed %v", got)
+	}
+	rec := f.do("POST", "/v1/dead-letters/replay", keyA, `{"route":"hooks","reason":"refused","rate_per_s":100}`)
+	wantStatus(t, rec, http.StatusOK)
+	if got := decode[map[string]int](t, rec); got["replayed"] != 2 {
+		t.Errorf("replay answer %v, want 2", got)
+	}
+	if l := f.list("/v1/dead-letters", keyA); len(l.Messages) != 1 {
+		t.Errorf("%d dead letters after the replay, want 1", len(l.Messages))
+	}
+	if l := f.list("/v1/messages?status=QUEUED", keyA); len(l.Messages) != 2 {
+		t.Errorf("%d replayed messages queued, want 2", len(l.Messages))
+	}
+	for _, body := range []string{`{"since":"yesterday"}`, `{"until":"2025-13-01T00:00:00Z"}`, `{"rate_per_s":"fast"}`, `{"rate_per_s":-1}`, `{`} {
+		rec := f.do("POST", "/v1/dead-letters/replay", keyA, body)
+		wantStatus(t, rec, http.StatusBadRequest)
+	}
+
+	// Purge: a bad time is refused; a time before them all purges nothing.
+	f.clock.Advance(time.Minute)
+	f.tick() // the replayed two fail again
+	wantError(t, f.do("DELETE", "/v1/dead-letters?before=soon", keyA, ""), http.StatusBadRequest, codeInvalidField)
+	before := url.QueryEscape(start.Add(-time.Hour).Format(time.RFC3339))
+	if got := decode[map[string]int](t, f.do("DELETE", "/v1/dead-letters?before="+before, keyA, "")); got["purged"] != 0 {
+		t.Errorf("purge before all: %v", got)
+	}
+	if got := decode[map[string]int](t, f.do("DELETE", "/v1/dead-letters?route=devices", keyA, "")); got["purged"] != 1 {
+		t.Errorf("purge of devices: %v", got)
+	}
+	if got := decode[map[string]int](t, f.do("DELETE", "/v1/dead-letters", keyB, "")); got["purged"] != 0 {
+		t.Errorf("tenant B purged %v", got)
+	}
+	if got := decode[map[string]int](t, f.do("DELETE", "/v1/dead-letters", keyA, "")); got["purged"] != 2 {
+		t.Errorf("purge of the rest: %v", got)
+	}
+	if l := f.list("/v1/dead-letters", keyA); len(l.Messages) != 0 {
+		t.Errorf("%d dead letters after the purge", len(l.Messages))
+	}
+	// The delivered message is not a dead letter and stays.
+	wantStatus(t, f.do("GET", "/v1/messages/"+ok.ID, keyA, ""), http.StatusOK)
+}

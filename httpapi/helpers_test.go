@@ -1,0 +1,182 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/clock"
+	"github.com/heraldmq/herald/store/sqlite"
+)
+
+// The keys and tenants of the tests.
+const (
+	keyA    = "key-a"
+	keyB    = "key-b"
+	tenantA = "tenant-a"
+	tenantB = "tenant-b"
+)
+
+// start is the fake clock's first reading.
+var start = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// testCarrier delivers at once, except to target "fail", which it refuses
+// for good. With requireTarget it wants a target, as a device carrier does.
+type testCarrier struct{ requireTarget bool }
+
+func (testCarrier) Path() herald.Path { return herald.PathDirect }
+
+func (c testCarrier) Validate(m *herald.Message) error {
+	if c.requireTarget && m.Target == "" {
+		return herald.Invalid("target", "is required")
+	}
+	return nil
+}
+
+func (testCarrier) Send(_ context.Context, m *herald.Message) (herald.SendResult, error) {
+	if m.Target == "fail" {
+		return herald.SendResult{}, herald.Permanent(errors.New("target refused the message"))
+	}
+	return herald.SendResult{ExternalID: "ext-" + m.ID}, nil
+}
+
+// faultyStore wraps a real store; when err is set, Get and Ping fail with it.
+type faultyStore struct {
+	herald.Store
+	err error
+}
+
+func (s *faultyStore) Get(ctx context.Context, id string) (*herald.Message, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.Store.Get(ctx, id)
+}
+
+func (s *faultyStore) Ping(ctx context.Context) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.Store.Ping(ctx)
+}
+
+// fixture is an API over a real engine on a SQLite store.
+type fixture struct {
+	t      *testing.T
+	engine *herald.Engine
+	store  *faultyStore
+	clock  *clock.Fake
+	h      http.Handler
+	logs   *strings.Builder
+}
+
+func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	fs := &faultyStore{Store: st}
+	policy, err := herald.ProfilePolicy(herald.ProfileChannel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.MaxAttempts = 1
+	clk := clock.NewFake(start)
+	logs := &strings.Builder{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	e, err := herald.New(herald.Config{
+		Store: fs,
+		Routes: []herald.Route{
+			{Name: "hooks", Carrier: testCarrier{}, Policy: policy},
+			{Name: "devices", Carrier: testCarrier{requireTarget: true}, Policy: policy},
+		},
+		Clock:  clk,
+		Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Engine: e, Keys: map[string]string{keyA: tenantA, keyB: tenantB}, Logger: logger}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	return &fixture{t: t, engine: e, store: fs, clock: clk, h: New(cfg), logs: logs}
+}
+
+// do sends a request with key as the bearer key ("" for none) and returns
+// the answer. Every answer with a body must be JSON.
+func (f *fixture) do(method, path, key, body string) *httptest.ResponseRecorder {
+	f.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if rec.Body.Len() > 0 && path != "/metrics" {
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+			f.t.Errorf("%s %s: Content-Type %q, want application/json", method, path, ct)
+		}
+	}
+	return rec
+}
+
+// decode reads rec's JSON body into v.
+func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		t.Fatalf("answer %d is not JSON: %v\n%s", rec.Code, err, rec.Body)
+	}
+	return v
+}
+
+// wantStatus fails the test unless rec answered status.
+func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, status int) {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status %d, want %d: %s", rec.Code, status, rec.Body)
+	}
+}
+
+// wantError fails the test unless rec is the error shape with status and code.
+func wantError(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) errorDetail {
+	t.Helper()
+	wantStatus(t, rec, status)
+	e := decode[errorBody](t, rec).Error
+	if e.Code != code || e.Message == "" {
+		t.Fatalf("error %+v, want code %q and a message", e, code)
+	}
+	return e
+}
+
+// sendOK sends body as tenant A and returns the new message's view.
+func (f *fixture) sendOK(body string) herald.MessageView {
+	f.t.Helper()
+	rec := f.do("POST", "/v1/messages", keyA, body)
+	wantStatus(f.t, rec, http.StatusAccepted)
+	return decode[herald.MessageView](f.t, rec)
+}
+
+// list returns a list answer.
+func (f *fixture) list(path, key string) listBody {
+	f.t.Helper()
+	rec := f.do("GET", path, key, "")
+	wantStatus(f.t, rec, http.StatusOK)
+	return decode[listBody](f.t, rec)
+}

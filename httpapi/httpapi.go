@@ -1,0 +1,77 @@
+// Package httpapi serves herald's HTTP API (JSON) over an engine: sending,
+// reading, listing, cancelling and replaying messages, dead letters, health,
+// stats, probes and metrics. It imports the core only; stores and carriers
+// reach it through the herald.Engine.
+//
+// Every /v1 path except /v1/ingress/ needs an "Authorization: Bearer <key>"
+// header whose key maps to a tenant; a tenant sees only its own messages.
+// Every error is answered as {"error":{"code":"...","message":"..."}}.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/heraldmq/herald"
+)
+
+// MaxBodyBytes bounds a request body; a larger one is answered 400 body_too_large.
+const MaxBodyBytes = 1 << 20
+
+// Config configures the handler returned by New.
+type Config struct {
+	// Engine does the work. Required.
+	Engine *herald.Engine
+	// Keys maps each bearer key to its tenant. Keys that are empty or map to
+	// an empty tenant are ignored. With no keys every /v1 request is refused.
+	Keys map[string]string
+	// Metrics is served at GET /metrics; nil answers 404 there.
+	Metrics http.Handler
+	// Logger receives a line for every answer 500 and 503. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Ingress is mounted at /v1/ingress/ without bearer authentication: it
+	// checks the route's own secret. The route's name is available as
+	// r.PathValue("route") for a path /v1/ingress/{route}. Nil answers 404.
+	Ingress http.Handler
+}
+
+// api holds what the handlers share.
+type api struct {
+	engine *herald.Engine
+	keys   keyring
+	log    *slog.Logger
+}
+
+// New returns the API's handler.
+func New(cfg Config) http.Handler {
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	mux := http.NewServeMux()
+
+	mux.HandleFunc("POST /v1/messages", a.send)
+	mux.HandleFunc("GET /v1/messages", a.list)
+	mux.HandleFunc("GET /v1/messages/{id}", a.get)
+	mux.HandleFunc("POST /v1/messages/{id}/cancel", a.cancel)
+	mux.HandleFunc("POST /v1/messages/{id}/replay", a.replay)
+	mux.HandleFunc("GET /v1/messages/{id}/explain", a.explain)
+
+	mux.HandleFunc("GET /v1/dead-letters", a.deadLetters)
+	mux.HandleFunc("POST /v1/dead-letters/replay", a.replayDeadLetters)
+	mux.HandleFunc("DELETE /v1/dead-letters", a.purgeDeadLetters)
+
+	mux.HandleFunc("GET /v1/health", a.health)
+	mux.HandleFunc("GET /v1/stats", a.stats)
+	mux.HandleFunc("GET /healthz", a.healthz)
+	mux.HandleFunc("GET /readyz", a.readyz)
+
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	if cfg.Ingress != nil {
+		mux.Handle("/v1/ingress/{route}", cfg.Ingress)
+		mux.Handle("/v1/ingress/", cfg.Ingress)
+	}
+	return a.authenticate(jsonFallback(mux))
+}

@@ -1,0 +1,43 @@
+package httpapi
+
+import "net/http"
+
+// statusBody is the answer of the probes.
+type statusBody struct {
+	Status string `json:"status"`
+}
+
+// health handles GET /v1/health: the tenant's queue against the thresholds.
+func (a *api) health(w http.ResponseWriter, r *http.Request) {
+	h, err := a.engine.Health(r.Context(), tenantOf(r))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// stats handles GET /v1/stats: the tenant's counts and latencies.
+func (a *api) stats(w http.ResponseWriter, r *http.Request) {
+	s, err := a.engine.Stats(r.Context(), tenantOf(r))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// healthz handles GET /healthz: the process answers.
+func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
+}
+
+// readyz handles GET /readyz: 200 when the store answers, 503 otherwise.
+func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := a.engine.Ready(r.Context()); err != nil {
+		a.log.Warn("not ready", "err", err)
+		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, "the store does not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
+}

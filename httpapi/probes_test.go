@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/heraldmq/herald"
+)
+
+func TestHealthAndStats(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters("hooks", 20)
+	f.sendOK(`{"route":"hooks","text":"hi"}`)
+	rec := f.do("POST", "/v1/messages", keyB, `{"route":"hooks","text":"b"}`)
+	wantStatus(t, rec, http.StatusAccepted)
+
+	h := decode[map[string]any](t, f.do("GET", "/v1/health", keyA, ""))
+	if h["status"] != "critical" { // 20 dead letters, none delivered: success rate 0
+		t.Errorf("health = %v", h)
+	}
+	if _, ok := h["warnings"].([]any); !ok {
+		t.Errorf("health warnings = %v", h["warnings"])
+	}
+	s := decode[herald.Stats](t, f.do("GET", "/v1/stats", keyA, ""))
+	if s.ByStatus[herald.StatusQueued] != 1 || s.DeadLetters != 20 || s.ByRoute["hooks"][herald.StatusDeliveryFailed] != 20 {
+		t.Errorf("stats of A = %+v", s)
+	}
+	s = decode[herald.Stats](t, f.do("GET", "/v1/stats", keyB, ""))
+	if s.ByStatus[herald.StatusQueued] != 1 || s.DeadLetters != 0 {
+		t.Errorf("stats of B = %+v", s)
+	}
+}
+
+func TestStoreFailures(t *testing.T) {
+	f := newFixture(t)
+	v := f.sendOK(`{"route":"hooks","text":"hi"}`)
+
+	f.store.err = fmt.Errorf("sqlite get: %w", herald.ErrStoreUnavailable)
+	rec := f.do("GET", "/v1/messages/"+v.ID, keyA, "")
+	wantError(t, rec, http.StatusServiceUnavailable, codeStoreUnavailable)
+	if rec.Header().Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	wantError(t, f.do("GET", "/readyz", "", ""), http.StatusServiceUnavailable, codeStoreUnavailable)
+
+	f.store.err = errors.New("disk on fire: /secret/path")
+	e := wantError(t, f.do("GET", "/v1/messages/"+v.ID, keyA, ""), http.StatusInternalServerError, codeInternal)
+	if strings.Contains(e.Message, "secret") {
+		t.Errorf("500 leaks the error: %q", e.Message)
+	}
+	if !strings.Contains(f.logs.String(), "disk on fire") {
+		t.Errorf("the error is not logged:\n%s", f.logs)
+	}
+
+	f.store.err = nil
+	wantStatus(t, f.do("GET", "/readyz", "", ""), http.StatusOK)
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintln(w, "herald_up 1")
+	})
+	f := newFixture(t, func(c *Config) { c.Metrics = metrics })
+	rec := f.do("GET", "/metrics", "", "")
+	wantStatus(t, rec, http.StatusOK)
+	if rec.Body.String() != "herald_up 1\n" {
+		t.Errorf("metrics body %q", rec.Body)
+	}
+
+	f = newFixture(t)
+	wantError(t, f.do("GET", "/metrics", "", ""), http.StatusNotFound, codeNotFound)
+}
+
+func TestUnknownEndpointsAnswerJSON(t *testing.T) {
+	f := newFixture(t)
+	wantError(t, f.do("GET", "/v1/nothing-here", keyA, ""), http.StatusNotFound, codeNotFound)
+	wantError(t, f.do("GET", "/nothing-here", "", ""), http.StatusNotFound, codeNotFound)
+	rec := f.do("PUT", "/v1/messages", keyA, "")
+	wantError(t, rec, http.StatusMethodNotAllowed, codeMethodNotAllowed)
+	if allow := rec.Header().Get("Allow"); !strings.Contains(allow, "POST") || !strings.Contains(allow, "GET") {
+		t.Errorf("Allow %q", allow)
+	}
+}

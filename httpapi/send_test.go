@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+func TestSendBadInputStoresNothing(t *testing.T) {
+	f := newFixture(t)
+	past := start.Add(-time.Minute).Format(time.RFC3339)
+	huge := `{"route":"hooks","text":"` + strings.Repeat("a", MaxBodyBytes) + `"}`
+	tests := []struct {
+		name, body, code, mention string
+	}{
+		{"no route", `{"text":"hi"}`, codeMissingField, "route"},
+		{"empty route", `{"route":"","text":"hi"}`, codeMissingField, "route"},
+		{"unknown route", `{"route":"nope","text":"hi"}`, codeUnknownRoute, "nope"},
+		{"bad base64", `{"route":"hooks","payload":"%%%not base64"}`, codeInvalidField, "payload"},
+		{"payload and text", `{"route":"hooks","payload":"aGk=","text":"hi"}`, codeInvalidField, "payload"},
+		{"neither payload nor text", `{"route":"hooks"}`, codeMissingField, "payload"},
+		{"priority as a string", `{"route":"hooks","text":"hi","priority":"high"}`, codeInvalidField, "priority: want an integer"},
+		{"priority as a fraction", `{"route":"hooks","text":"hi","priority":1.5}`, codeInvalidField, "priority: want an integer"},
+		{"param as a number", `{"route":"hooks","text":"hi","params":{"a":1}}`, codeInvalidField, "params: want an object of strings"},
+		{"params as a string", `{"route":"hooks","text":"hi","params":"a=1"}`, codeInvalidField, "params: want an object of strings"},
+		{"route as a number", `{"route":7,"text":"hi"}`, codeInvalidField, "route: want a string"},
+		{"expires_at not RFC 3339", `{"route":"hooks","text":"hi","expires_at":"tomorrow"}`, codeInvalidField, "expires_at"},
+		{"expires_at in the past", `{"route":"hooks","text":"hi","expires_at":"` + past + `"}`, codeInvalidField, "expires_at"},
+		{"target the carrier needs", `{"route":"devices","text":"hi"}`, codeInvalidField, "target"},
+		{"body over 1 MiB", huge, codeBodyTooLarge, "larger than"},
+		{"malformed JSON", `{"route":"hooks",`, codeInvalidJSON, "JSON"},
+		{"not JSON at all", `route=hooks&text=hi`, codeInvalidJSON, "JSON"},
+		{"empty body", ``, codeInvalidJSON, "empty"},
+		{"an array", `[{"route":"hooks","text":"hi"}]`, codeInvalidJSON, "object"},
+		{"two objects", `{"route":"hooks","text":"hi"} {"route":"hooks","text":"hi"}`, codeInvalidJSON, "after the JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := f.do("POST", "/v1/messages", keyA, tt.body)
+			e := wantError(t, rec, http.StatusBadRequest, tt.code)
+			if !strings.Contains(e.Message, tt.mention) {
+				t.Errorf("message %q does not mention %q", e.Message, tt.mention)
+			}
+		})
+	}
+	if l := f.list("/v1/messages", keyA); len(l.Messages) != 0 {
+		t.Errorf("bad input stored %d messages: %+v", len(l.Messages), l.Messages)
+	}
+}
+
+func TestSendAccepted(t *testing.T) {
+	f := newFixture(t)
+	rec := f.do("POST", "/v1/messages", keyA, `{
+		"route":"devices","target":"0102030405060708","payload":"AQID",
+		"params":{"f_port":"2"},"priority":5,"lane":"gw-1","correlation_id":"c-1",
+		"unknown_field_is_fine":true}`)
+	wantStatus(t, rec, http.StatusAccepted)
+	v := decode[herald.MessageView](t, rec)
+	if v.ID == "" || v.Route != "devices" || v.Target != "0102030405060708" || v.Status != herald.StatusQueued ||
+		v.Priority != 5 || v.Lane != "gw-1" || v.CorrelationID != "c-1" || v.Params["f_port"] != "2" {
+		t.Errorf("view = %+v", v)
+	}
+	if got, _ := base64.StdEncoding.DecodeString(v.Payload); string(got) != "\x01\x02\x03" {
+		t.Errorf("payload %q", v.Payload)
+	}
+	if len(v.Timeline) != 1 || v.Timeline[0].To != herald.StatusQueued {
+		t.Errorf("timeline = %+v", v.Timeline)
+	}
+	if loc := rec.Header().Get("Location"); loc != "/v1/messages/"+v.ID {
+		t.Errorf("Location %q", loc)
+	}
+	got := decode[herald.MessageView](t, f.do("GET", "/v1/messages/"+v.ID, keyA, ""))
+	if got.ID != v.ID || got.Status != herald.StatusQueued {
+		t.Errorf("GET = %+v", got)
+	}
+
+	// Unpadded base64 is accepted too; a webhook-like route needs no target.
+	w := f.sendOK(`{"route":"hooks","payload":"AQI"}`)
+	if w.Payload != "AQI=" || w.Target != "" {
+		t.Errorf("unpadded payload view = %+v", w)
+	}
+}
+
+func TestSendIdempotentRepeat(t *testing.T) {
+	f := newFixture(t)
+	body := `{"route":"hooks","text":"hi","idempotency_key":"k-1"}`
+	first := f.sendOK(body)
+
+	rec := f.do("POST", "/v1/messages", keyA, body)
+	wantStatus(t, rec, http.StatusOK)
+	again := decode[herald.MessageView](t, rec)
+	if again.ID != first.ID {
+		t.Errorf("repeat id %s, want %s", again.ID, first.ID)
+	}
+	if n := len(f.list("/v1/messages", keyA).Messages); n != 1 {
+		t.Errorf("%d messages stored, want 1", n)
+	}
+	// The key is the tenant's own: another tenant's same key is a new message.
+	rec = f.do("POST", "/v1/messages", keyB, body)
+	wantStatus(t, rec, http.StatusAccepted)
+	if other := decode[herald.MessageView](t, rec); other.ID == first.ID {
+		t.Error("tenant B got tenant A's message")
+	}
+}

@@ -1,0 +1,100 @@
+// Package metrics is a herald.Observer that exposes what the engine does in
+// the Prometheus text format, on a registry of its own:
+//
+//   - herald_transitions_total{route,from,to}: transitions made durable
+//     (from is empty for a message's creation);
+//   - herald_delivery_latency_seconds{route}: creation to DELIVERY_SUCCESSFUL;
+//   - herald_problems_total{kind}: things that went wrong, by kind;
+//   - herald_messages{route,status}: messages kept, read from the store on
+//     each scrape (see WatchCounts);
+//
+// plus the Go runtime and process collectors.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// LatencyBuckets are the upper bounds, in seconds, of the delivery latency
+// histogram: 1 ms to 1 h.
+var LatencyBuckets = []float64{
+	0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+	60, 120, 300, 600, 1800, 3600,
+}
+
+// Metrics observes an engine and serves its metrics. Create it with New.
+type Metrics struct {
+	reg         *prometheus.Registry
+	transitions *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	problems    *prometheus.CounterVec
+	counts      *countsCollector
+}
+
+var _ herald.Observer = (*Metrics)(nil)
+
+// New returns Metrics registered on a fresh registry together with the Go
+// and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_transitions_total",
+			Help: "Message transitions made durable, by route and statuses (from is empty for a creation).",
+		}, []string{"route", "from", "to"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_delivery_latency_seconds",
+			Help:    "Time from a message's creation to DELIVERY_SUCCESSFUL, by route.",
+			Buckets: LatencyBuckets,
+		}, []string{"route"}),
+		problems: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_problems_total",
+			Help: "Things that went wrong, by kind (store_error, stale_completion, event_retry, event_dead, carrier_error, ...).",
+		}, []string{"kind"}),
+	}
+	m.counts = newCountsCollector(m.problems)
+	m.reg.MustRegister(
+		m.transitions, m.latency, m.problems, m.counts,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Registry returns the registry the metrics live on, to add collectors of
+// one's own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format. A scrape whose
+// message counts cannot be read still serves every other metric.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// WatchCounts makes each scrape call f for the gauge herald_messages; pass
+// the store's Counts. Counts of all tenants are summed per route and status.
+func (m *Metrics) WatchCounts(f func(context.Context) ([]herald.Count, error)) {
+	m.counts.set(f)
+}
+
+// Transitioned counts a transition of a message of route.
+func (m *Metrics) Transitioned(route string, from, to herald.Status) {
+	m.transitions.WithLabelValues(route, string(from), string(to)).Inc()
+}
+
+// Delivered records a delivery's latency.
+func (m *Metrics) Delivered(route string, latency time.Duration) {
+	m.latency.WithLabelValues(route).Observe(latency.Seconds())
+}
+
+// Problem counts something that went wrong.
+func (m *Metrics) Problem(kind string) {
+	m.problems.WithLabelValues(kind).Inc()
+}

@@ -1,0 +1,126 @@
+package sqlite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// msgCols are the messages columns that make up a herald.Message, in the
+// order scanMessage reads them.
+const msgCols = `id, tenant, route, target, lane, priority, correlation_id,
+	idempotency_key, coalesce_key, status, attempt, max_attempts, created_at,
+	updated_at, due_at, deadline, expires_at, external_id, last_error, lease,
+	params, text, payload`
+
+// Status expressions, written exactly as in the partial indexes of
+// schema.sql so that queries holding them can use those indexes.
+const (
+	inFlightSQL = `(status = 'SENT_TO_NS' OR status = 'DELIVERED_TO_NS' OR status = 'SENT_TO_DEVICE')`
+	waitingSQL  = `(status = 'QUEUED' OR status = 'TO_RETRY')`
+	terminalSQL = `(status = 'DELIVERY_SUCCESSFUL' OR status = 'DELIVERY_FAILED' OR status = 'CANCELLED')`
+	activeSQL   = `status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED'`
+)
+
+// ms returns t in unix milliseconds, 0 for the zero time.
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMS is the inverse of ms, in UTC.
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// encodeParams returns params as a JSON object, "" when there are none.
+func encodeParams(params map[string]string) (string, error) {
+	if len(params) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(params)
+	return string(b), err
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+// scanMessage reads the msgCols columns, then the extra ones into extra.
+func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
+	var (
+		m                                        herald.Message
+		status, params                           string
+		created, updated, due, deadline, expires int64
+		payload                                  []byte
+	)
+	dest := append([]any{
+		&m.ID, &m.Tenant, &m.Route, &m.Target, &m.Lane, &m.Priority, &m.CorrelationID,
+		&m.IdempotencyKey, &m.CoalesceKey, &status, &m.Attempt, &m.MaxAttempts, &created,
+		&updated, &due, &deadline, &expires, &m.ExternalID, &m.LastError, &m.Lease,
+		&params, &m.Text, &payload,
+	}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	m.Status = herald.Status(status)
+	m.CreatedAt, m.UpdatedAt, m.DueAt = fromMS(created), fromMS(updated), fromMS(due)
+	m.Deadline, m.ExpiresAt = fromMS(deadline), fromMS(expires)
+	m.Payload = payload
+	if params != "" {
+		if err := json.Unmarshal([]byte(params), &m.Params); err != nil {
+			return nil, fmt.Errorf("message %s: params: %w", m.ID, err)
+		}
+	}
+	return &m, nil
+}
+
+// scanEntry reads a timeline row: at, from_status, to_status, attempt, reason.
+func scanEntry(sc rowScanner) (herald.TimelineEntry, error) {
+	var (
+		e        herald.TimelineEntry
+		at       int64
+		from, to string
+	)
+	err := sc.Scan(&at, &from, &to, &e.Attempt, &e.Reason)
+	e.At, e.From, e.To = fromMS(at), herald.Status(from), herald.Status(to)
+	return e, err
+}
+
+// scanTimeline reads the entries of a timeline query, in order.
+func scanTimeline(rows *sql.Rows, err error) ([]herald.TimelineEntry, error) {
+	return collect(rows, err, scanEntry)
+}
+
+// scanMessages reads the messages of a msgCols query.
+func scanMessages(rows *sql.Rows, err error) ([]*herald.Message, error) {
+	return collect(rows, err, func(sc rowScanner) (*herald.Message, error) { return scanMessage(sc) })
+}
+
+// collect returns what scan reads from each of rows, or the first error,
+// err included (so that it can take a Query's results as they come). It
+// closes rows. Writes read every row before they change anything.
+func collect[T any](rows *sql.Rows, err error, scan func(rowScanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

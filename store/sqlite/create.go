@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/heraldmq/herald"
+)
+
+// Create stores m as QUEUED with its creation entry, unless its idempotency
+// key names a message already stored, and cancels the waiting messages it
+// coalesces, all in one transaction.
+func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
+	msg := *m
+	msg.Status, msg.Lease = herald.StatusQueued, 0
+	if msg.UpdatedAt.IsZero() {
+		msg.UpdatedAt = msg.CreatedAt
+	}
+	msg.Timeline = []herald.TimelineEntry{{At: msg.CreatedAt, To: herald.StatusQueued, Attempt: msg.Attempt, Reason: "created"}}
+	params, err := encodeParams(msg.Params)
+	if err != nil {
+		return nil, false, wrap("create", err)
+	}
+	var (
+		stored  *herald.Message
+		created bool
+	)
+	err = s.write(ctx, func(tx *wtx) error {
+		if msg.IdempotencyKey != "" {
+			prev, err := tx.findIdempotent(&msg)
+			if prev != nil || err != nil {
+				stored, created = prev, false
+				return err
+			}
+		}
+		if msg.CoalesceKey != "" {
+			if err := tx.coalesce(&msg, opt.CoalesceNotify); err != nil {
+				return err
+			}
+		}
+		if err := tx.insert(&msg, params); err != nil {
+			return err
+		}
+		stored, created = &msg, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, wrap("create", err)
+	}
+	return stored, created, nil
+}
+
+// findIdempotent returns the message, with its timeline, that has m's
+// tenant, route and idempotency key, or nil.
+func (tx *wtx) findIdempotent(m *herald.Message) (*herald.Message, error) {
+	prev, err := scanMessage(tx.st.findIdempotent.QueryRow(m.Tenant, m.Route, m.IdempotencyKey))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	prev.Timeline, err = scanTimeline(tx.st.timeline.Query(prev.ID))
+	return prev, err
+}
+
+// coalesce cancels the waiting messages that m replaces.
+func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
+	rows, err := tx.st.selectCoalesced.Query(m.Tenant, m.Route, m.CoalesceKey)
+	olds, err := collect(rows, err, func(sc rowScanner) (herald.Transition, error) {
+		t := herald.Transition{To: herald.StatusCancelled, At: m.CreatedAt, Reason: "coalesced", Notify: notify}
+		err := sc.Scan(&t.ID, &t.From)
+		return t, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range olds {
+		if err := tx.transition(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insert stores m and its creation entry.
+func (tx *wtx) insert(m *herald.Message, params string) error {
+	_, err := tx.st.insertMessage.Exec(
+		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID,
+		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, ms(m.CreatedAt),
+		ms(m.UpdatedAt), ms(m.DueAt), ms(m.Deadline), ms(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease,
+		params, m.Text, m.Payload)
+	if err != nil {
+		return err
+	}
+	e := m.Timeline[0]
+	return tx.addTimeline(m.ID, 1, e.At, e.From, e.To, e.Attempt, e.Reason)
+}

@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPlans checks that no statement but Counts scans the messages table
+// and that Claim walks its index instead of sorting.
+func TestPlans(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ws, rs := &writeStmts{}, &readStmts{}
+	for _, d := range append(ws.defs(), rs.defs()...) {
+		if d.dst == &ws.begin || d.dst == &ws.commit || d.dst == &ws.rollback || d.dst == &rs.counts {
+			continue
+		}
+		plan := explain(t, s, d.query)
+		t.Logf("%s\n%s", d.query, plan)
+		if strings.Contains(plan+"\n", "SCAN messages\n") {
+			t.Errorf("full scan of messages:\n%s\n%s", d.query, plan)
+		}
+		if d.dst == &ws.selectReady && strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("claim sorts:\n%s", plan)
+		}
+	}
+}
+
+// explain returns the query plan of q, one step a line. The plan needs no
+// parameter values, but the driver wants one per parameter: they are
+// replaced by literals.
+func explain(t *testing.T, s *Store, q string) string {
+	t.Helper()
+	q = strings.NewReplacer("?10", "1", "?11", "'x'", "?12", "1").Replace(q)
+	for _, p := range []string{"?1", "?2", "?3", "?4", "?5", "?6", "?7", "?8", "?9", "?"} {
+		q = strings.ReplaceAll(q, p, "1")
+	}
+	rows, err := s.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var steps []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, detail)
+	}
+	return strings.Join(steps, "\n")
+}

@@ -1,0 +1,186 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/store/storetest"
+)
+
+// open returns a Store on a new file in tb's temporary directory.
+func open(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(filepath.Join(tb.TempDir(), "herald.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func TestSQLite(t *testing.T) {
+	storetest.Exercise(t, func(t *testing.T) herald.Store { return open(t) })
+}
+
+// TestSQLiteNormal runs the suite without the per-commit fsync.
+func TestSQLiteNormal(t *testing.T) {
+	storetest.Exercise(t, func(t *testing.T) herald.Store {
+		s, err := Open(filepath.Join(t.TempDir(), "herald.db") + "?synchronous=normal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestOpenDSN(t *testing.T) {
+	dir := t.TempDir()
+	for _, dsn := range []string{"", "?synchronous=full", filepath.Join(dir, "a.db") + "?synchronous=off", filepath.Join(dir, "b.db") + "?cache=shared"} {
+		if s, err := Open(dsn); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded, want an error", dsn)
+		}
+	}
+	for _, dsn := range []string{filepath.Join(dir, "c.db"), filepath.Join(dir, "d.db") + "?synchronous=FULL", filepath.Join(dir, "e.db") + "?synchronous=normal"} {
+		s, err := Open(dsn)
+		if err != nil {
+			t.Errorf("Open(%q): %v", dsn, err)
+			continue
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+}
+
+func BenchmarkSQLite(b *testing.B) {
+	storetest.Benchmark(b, func(b *testing.B) herald.Store { return open(b) })
+}
+
+// testMessage returns a message ready for Create.
+func testMessage(id string) *herald.Message {
+	now := time.Now()
+	return &herald.Message{ID: id, Tenant: "t", Route: "r", Target: "x", Text: "hi", MaxAttempts: 3, CreatedAt: now, UpdatedAt: now, DueAt: now}
+}
+
+// TestCreateIsDurable reads a created message from a second Store on the
+// same file.
+func TestCreateIsDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "herald.db")
+	first, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	ctx := context.Background()
+	if _, _, err := first.Create(ctx, testMessage("m1"), herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	second, err := Open(path + "?synchronous=normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if m, err := second.Get(ctx, "m1"); err != nil || m.Text != "hi" {
+		t.Fatalf("second store: Get = %v, %v; want the message", m, err)
+	}
+}
+
+// TestCloseDrainsWrites closes the store under a stream of Creates: every
+// Create that succeeded must be found after reopening.
+func TestCloseDrainsWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		created []string
+	)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("m-%d-%d", g, i)
+				if _, _, err := s.Create(ctx, testMessage(id), herald.CreateOptions{}); err != nil {
+					if !errors.Is(err, errClosed) {
+						t.Errorf("Create: %v", err)
+					}
+					return
+				}
+				mu.Lock()
+				created = append(created, id)
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range created {
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Fatalf("created %s before Close, then Get: %v", id, err)
+		}
+	}
+	if len(created) == 0 {
+		t.Fatal("no Create succeeded before Close")
+	}
+}
+
+// TestFailedRequestSparesBatch sends Creates that fail (duplicate ids)
+// among good ones: the failures must not undo or fail the others that
+// shared their transaction.
+func TestFailedRequestSparesBatch(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	ctx := context.Background()
+	if _, _, err := s.Create(ctx, testMessage("dup"), herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, 200)
+	)
+	for i := range errs {
+		wg.Go(func() {
+			id := fmt.Sprintf("m-%03d", i)
+			if i%10 == 0 {
+				id = "dup"
+			}
+			_, _, errs[i] = s.Create(ctx, testMessage(id), herald.CreateOptions{})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i%10 == 0) != (err != nil) {
+			t.Errorf("Create %d: err %v", i, err)
+		}
+		if i%10 != 0 {
+			if _, err := s.Get(ctx, fmt.Sprintf("m-%03d", i)); err != nil {
+				t.Errorf("Get m-%03d: %v", i, err)
+			}
+		}
+	}
+	if m, err := s.Get(ctx, "dup"); err != nil || len(m.Timeline) != 1 {
+		t.Errorf("Get dup = %v, %v; want the first message, unchanged", m, err)
+	}
+}

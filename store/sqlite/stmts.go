@@ -1,0 +1,169 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// writeStmts are the writer connection's prepared statements.
+type writeStmts struct {
+	all []*sql.Stmt
+
+	begin, commit, rollback *sql.Stmt
+
+	insertMessage, insertTimeline, insertEvent *sql.Stmt
+	findIdempotent, timeline, exists           *sql.Stmt
+	selectCoalesced, transition                *sql.Stmt
+	selectReady, claim, selectRetry            *sql.Stmt
+	purge, prune, deleteTimeline               *sql.Stmt
+	claimEvents, deleteEvent, retryEvent       *sql.Stmt
+	killEvent                                  *sql.Stmt
+}
+
+// readStmts are the read pool's prepared statements.
+type readStmts struct {
+	all []*sql.Stmt
+
+	get, timeline, findExternal, activeRoutes, counts, overdue *sql.Stmt
+}
+
+// timelineSQL reads a message's timeline in order.
+const timelineSQL = `SELECT at, from_status, to_status, attempt, reason FROM timeline WHERE message_id = ? ORDER BY seq`
+
+// prepareWrite prepares the writer's statements on conn.
+func prepareWrite(ctx context.Context, conn *sql.Conn) (*writeStmts, error) {
+	st := &writeStmts{}
+	err := prepare(&st.all, func(q string) (*sql.Stmt, error) { return conn.PrepareContext(ctx, q) }, st.defs())
+	return st, err
+}
+
+// defs lists the writer's statements. The queries name their partial index
+// (INDEXED BY): the plan cannot drift, and a query whose index cannot serve
+// it fails to prepare instead of scanning the table.
+func (st *writeStmts) defs() []stmtDef {
+	return []stmtDef{
+		{&st.begin, `BEGIN IMMEDIATE`},
+		{&st.commit, `COMMIT`},
+		{&st.rollback, `ROLLBACK`},
+		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, timeline_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`},
+		{&st.insertTimeline, `INSERT INTO timeline (message_id, seq, at, from_status, to_status, attempt, reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		// Event ids are made of the message id and timeline seq, so a
+		// subscriber named twice in one Notify gets one event.
+		{&st.insertEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error)
+			VALUES (?1, ?2, ?3, ?4, ?5, 0, ?5, 0, '')`},
+		{&st.findIdempotent, `SELECT ` + msgCols + ` FROM messages
+			WHERE tenant = ? AND route = ? AND idempotency_key = ? AND idempotency_key != ''`},
+		{&st.timeline, timelineSQL},
+		{&st.exists, `SELECT 1 FROM messages WHERE id = ?`},
+		{&st.selectCoalesced, `SELECT id, status FROM messages INDEXED BY messages_coalesce
+			WHERE tenant = ? AND route = ? AND coalesce_key = ? AND coalesce_key != '' AND ` + waitingSQL + `
+			ORDER BY id`},
+		// The lease survives a move between in-flight stages (?9) and is
+		// cleared by any other.
+		{&st.transition, `UPDATE messages SET
+				status = ?1, updated_at = ?2, due_at = ?3, deadline = ?4,
+				expires_at = CASE WHEN ?5 != 0 THEN ?5 ELSE expires_at END,
+				external_id = CASE WHEN ?6 != '' THEN ?6 ELSE external_id END,
+				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
+				attempt = CASE WHEN ?8 THEN 0 ELSE attempt END,
+				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
+				timeline_seq = timeline_seq + 1
+			WHERE id = ?10 AND status = ?11 AND (?12 = 0 OR lease = ?12)
+			RETURNING attempt, timeline_seq`},
+		// Claim walks the ready index in claim order and filters due_at
+		// from it: it never sorts the due rows.
+		{&st.selectReady, `SELECT id, route FROM messages INDEXED BY messages_ready
+			WHERE status = 'QUEUED' AND due_at <= ? ORDER BY priority DESC, id LIMIT ?`},
+		{&st.claim, `UPDATE messages SET
+				status = 'SENT_TO_NS', attempt = attempt + 1, updated_at = ?1, deadline = ?2, lease = ?3,
+				timeline_seq = timeline_seq + 1
+			WHERE id = ?4
+			RETURNING ` + msgCols + `, timeline_seq`},
+		{&st.selectRetry, `SELECT id, due_at FROM messages INDEXED BY messages_retry
+			WHERE status = 'TO_RETRY' AND due_at <= ? ORDER BY due_at LIMIT ?`},
+		{&st.purge, `DELETE FROM messages INDEXED BY messages_failed
+			WHERE status = 'DELIVERY_FAILED' AND (?1 = '' OR tenant = ?1) AND (?2 = '' OR route = ?2) AND (?3 = 0 OR updated_at < ?3)
+			RETURNING id`},
+		{&st.prune, `DELETE FROM messages WHERE id IN (
+				SELECT id FROM messages INDEXED BY messages_done
+				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT ?)
+			RETURNING id`},
+		{&st.deleteTimeline, `DELETE FROM timeline WHERE message_id = ?`},
+		{&st.claimEvents, `UPDATE events SET due_at = ?1 WHERE id IN (
+				SELECT id FROM events WHERE dead = 0 AND due_at <= ?2 ORDER BY due_at LIMIT ?3)
+			RETURNING id, subscriber, message_id, type, at, attempt`},
+		{&st.deleteEvent, `DELETE FROM events WHERE id = ?`},
+		{&st.retryEvent, `UPDATE events SET due_at = ?, attempt = ?, last_error = ? WHERE id = ?`},
+		{&st.killEvent, `UPDATE events SET dead = 1, attempt = ?, last_error = ? WHERE id = ?`},
+	}
+}
+
+// prepareRead prepares the read pool's statements.
+func prepareRead(db *sql.DB) (*readStmts, error) {
+	st := &readStmts{}
+	err := prepare(&st.all, db.Prepare, st.defs())
+	return st, err
+}
+
+// defs lists the read pool's statements.
+func (st *readStmts) defs() []stmtDef {
+	return []stmtDef{
+		{&st.get, `SELECT ` + msgCols + ` FROM messages WHERE id = ?`},
+		{&st.timeline, timelineSQL},
+		{&st.findExternal, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_external
+			WHERE route = ? AND external_id = ? AND external_id != '' AND ` + activeSQL + `
+			LIMIT 1`},
+		// Every active message is in one of ready, retry and inflight.
+		{&st.activeRoutes, `SELECT route FROM messages INDEXED BY messages_ready WHERE status = 'QUEUED'
+			UNION SELECT route FROM messages INDEXED BY messages_retry WHERE status = 'TO_RETRY'
+			UNION SELECT route FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + `
+			ORDER BY route`},
+		{&st.counts, `SELECT tenant, route, status, COUNT(*), MIN(created_at) FROM messages
+			GROUP BY tenant, route, status ORDER BY tenant, route, status`},
+		// Each arm walks its own partial index; each is bounded by the limit.
+		{&st.overdue, `SELECT ` + msgCols + ` FROM messages WHERE id IN (
+				SELECT id FROM (SELECT id FROM messages INDEXED BY messages_inflight
+					WHERE ` + inFlightSQL + ` AND deadline > 0 AND deadline <= ?1 LIMIT ?2)
+				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_expiry
+					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT ?2)
+				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
+					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT ?2))
+			LIMIT ?2`},
+	}
+}
+
+// stmtDef is a statement to prepare and where to put it.
+type stmtDef struct {
+	dst   **sql.Stmt
+	query string
+}
+
+// prepare prepares every def with prep and lists them in all. On failure it
+// closes those already prepared.
+func prepare(all *[]*sql.Stmt, prep func(string) (*sql.Stmt, error), defs []stmtDef) error {
+	for _, d := range defs {
+		s, err := prep(d.query)
+		if err != nil {
+			closeAll(*all)
+			return err
+		}
+		*d.dst = s
+		*all = append(*all, s)
+	}
+	return nil
+}
+
+func (st *writeStmts) close() error { return closeAll(st.all) }
+func (st *readStmts) close() error  { return closeAll(st.all) }
+
+// closeAll closes every statement of all.
+func closeAll(all []*sql.Stmt) error {
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// writer owns the only read-write connection to the database. Its goroutine
+// applies write requests as they arrive inside one open transaction and
+// commits it as a whole (group commit, see loop).
+//
+// SQLite commits without syncing (synchronous=NORMAL). When the store is
+// durable, a second goroutine, the syncer, fsyncs the WAL file after each
+// commit and only then answers the batch's requests, while the writer
+// already applies the next batch: this is SQLite's synchronous=FULL with
+// the fsync taken off the writer's path. Once the WAL file is synced, a
+// commit is durable: SQLite syncs the WAL again before every checkpoint
+// copies it into the database file, and the database file after.
+type writer struct {
+	db   *sql.DB
+	conn *sql.Conn
+	tx   *wtx
+	wal  *os.File // the WAL file to fsync; nil when not durable
+
+	reqs    chan *request   // write requests, closed by close
+	permits chan struct{}   // one token per batch that may be committed and not yet synced
+	sync    chan []*request // committed batches, for the syncer
+	done    chan struct{}   // closed when both goroutines have returned
+}
+
+// wtx is what a request runs with: the writer's connection, inside the
+// open transaction, and its prepared statements. Only the writer's
+// goroutine uses it.
+type wtx struct {
+	conn  *sql.Conn
+	st    *writeStmts
+	lease int64 // the last lease handed out
+}
+
+// openWriter opens the read-write connection to the database at path,
+// creates the schema and starts the writer's goroutines.
+func openWriter(path string, durable bool) (*writer, error) {
+	ctx := context.Background()
+	// synchronous=NORMAL: the syncer does the commits' fsync. A 32 MiB page
+	// cache keeps the indexes that every write touches in memory.
+	db, err := sql.Open("sqlite3", path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_foreign_keys=0&_cache_size=-32000")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite open: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	w := &writer{
+		db:      db,
+		reqs:    make(chan *request, maxBatch),
+		permits: make(chan struct{}, pipelineDepth),
+		sync:    make(chan []*request, pipelineDepth),
+		done:    make(chan struct{}),
+	}
+	if err := w.init(ctx, path, durable); err != nil {
+		w.closeConn()
+		return nil, fmt.Errorf("sqlite open: %w", err)
+	}
+	for range pipelineDepth {
+		w.permits <- struct{}{}
+	}
+	go w.loop()
+	go w.syncer()
+	return w, nil
+}
+
+// init opens the connection, creates the schema, prepares the statements
+// and, when durable, opens the WAL file.
+func (w *writer) init(ctx context.Context, path string, durable bool) error {
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	w.conn = conn
+	if _, err := conn.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	st, err := prepareWrite(ctx, conn)
+	if err != nil {
+		return err
+	}
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return err
+	}
+	// A random start keeps leases distinct across processes and restarts.
+	w.tx = &wtx{conn: conn, st: st, lease: int64(binary.BigEndian.Uint64(seed[:]) >> 2)}
+	if !durable {
+		return nil
+	}
+	// The connection has opened (created) the WAL file; its directory entry
+	// must be durable too.
+	if w.wal, err = os.OpenFile(path+"-wal", os.O_RDWR, 0); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs the directory dir.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// close drains the requests already submitted, stops the goroutines and
+// closes the connection. Nothing may submit after it starts.
+func (w *writer) close() error {
+	close(w.reqs)
+	<-w.done
+	return w.closeConn()
+}
+
+// closeConn closes what init opened.
+func (w *writer) closeConn() error {
+	var errs []error
+	if w.tx != nil {
+		errs = append(errs, w.tx.st.close())
+	}
+	if w.wal != nil {
+		errs = append(errs, w.wal.Close())
+	}
+	if w.conn != nil {
+		errs = append(errs, w.conn.Close())
+	}
+	return errors.Join(append(errs, w.db.Close())...)
+}
+
+// nextLease returns a fresh, non-zero fencing token.
+func (tx *wtx) nextLease() int64 {
+	tx.lease++
+	if tx.lease <= 0 {
+		tx.lease = 1
+	}
+	return tx.lease
+}
