@@ -53,8 +53,14 @@ func backoff(n int) time.Duration {
 	return min(d, 5*time.Second)
 }
 
-// dispatchRound claims as many due messages as there are free send slots and
-// starts their sends. It returns how many it started.
+// dispatchRound fills the free send slots with claimed messages and returns
+// how many sends it started.
+//
+// Claims run ahead of the slots by up to ClaimBatch messages (the
+// prefetched buffer), so that a claim's commit carries a batch rather than
+// a handful. A send's slot is freed as soon as the carrier answers: the
+// answer is recorded in the group commit of the next claims. The pending
+// tokens bound the messages between claim and record.
 func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
@@ -62,62 +68,100 @@ func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
 	if free == 0 {
 		return 0, nil
 	}
+	if len(e.prefetched) < free {
+		if err := e.claim(ctx); err != nil {
+			return 0, err
+		}
+	}
+	started := 0
+	for started < free && len(e.prefetched) > 0 {
+		m := e.prefetched[0]
+		e.prefetched = e.prefetched[1:]
+		if e.stale(m) {
+			continue
+		}
+		e.startSend(m)
+		started++
+	}
+	return started, nil
+}
+
+// claim tops the prefetched buffer up to ClaimBatch messages.
+func (e *Engine) claim(ctx context.Context) error {
+	limit := min(e.cfg.ClaimBatch-len(e.prefetched), cap(e.pending)-len(e.pending))
+	if limit <= 0 {
+		return nil
+	}
 	msgs, err := e.store.Claim(ctx, Claim{
 		Now:            e.clock.Now(),
-		Limit:          min(free, e.cfg.ClaimBatch),
-		AcceptTimeouts: e.acceptTimeouts(),
+		Limit:          limit,
+		AcceptTimeouts: e.acceptTimeouts,
 		DefaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
 	})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	for _, m := range msgs {
+		e.pending <- struct{}{}
 		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
-		e.slots <- struct{}{}
-		e.sends.Add(1)
-		go func() {
-			defer func() {
-				<-e.slots
-				e.sends.Done()
-				e.nudge(e.wake)
-			}()
-			e.deliver(m)
+	}
+	e.prefetched = append(e.prefetched, msgs...)
+	return nil
+}
+
+// stale reports whether a prefetched message waited so long for a slot that
+// less than half its accept timeout is left: it is not sent, and the reaper
+// retries it after its deadline, so that no send can overlap the retry's.
+func (e *Engine) stale(m *Message) bool {
+	left := m.Deadline.Sub(e.clock.Now())
+	if left > e.acceptTimeouts[m.Route]/2 {
+		return false
+	}
+	<-e.pending
+	e.problem("stale_claim", "claimed message waited too long for a send slot", "id", m.ID, "route", m.Route)
+	return true
+}
+
+// startSend sends m in its own goroutine, holding a slot for the carrier
+// call only.
+func (e *Engine) startSend(m *Message) {
+	e.slots <- struct{}{}
+	e.sends.Add(1)
+	go func() {
+		defer func() {
+			<-e.pending
+			e.sends.Done()
 		}()
-	}
-	return len(msgs), nil
+		t, ok := e.send(m)
+		<-e.slots
+		e.nudge(e.wake)
+		if ok {
+			e.record(e.sendCtx, m, t)
+		}
+	}()
 }
 
-func (e *Engine) acceptTimeouts() map[string]time.Duration {
-	t := make(map[string]time.Duration, len(e.routes))
-	for name, r := range e.routes {
-		t[name] = r.Policy.Timeouts.Accept
+// send hands a claimed message to its carrier and returns the transition
+// that records the answer; ok is false when there is nothing to record
+// (shutting down: the message stays SENT_TO_NS and is retried after its deadline).
+func (e *Engine) send(m *Message) (t Transition, ok bool) {
+	r, known := e.routes[m.Route]
+	if !known {
+		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true
 	}
-	return t
-}
-
-// deliver hands a claimed message to its carrier and records the answer.
-func (e *Engine) deliver(m *Message) {
-	ctx := e.sendCtx
-	r, ok := e.routes[m.Route]
-	if !ok {
-		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"})
-		return
-	}
-	sendCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
+	sendCtx, cancel := context.WithTimeout(e.sendCtx, r.Policy.Timeouts.Accept)
 	res, err := r.Carrier.Send(sendCtx, m)
 	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			// Shutting down: the message stays SENT_TO_NS and is retried after its deadline.
-			return
+		if e.sendCtx.Err() != nil {
+			return Transition{}, false
 		}
 		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
 		e.obs.Problem("carrier_error")
-		e.record(ctx, m, e.failure(r, m, err, "send failed"))
-		return
+		return e.failure(r, m, err, "send failed"), true
 	}
 	now := e.clock.Now()
-	t := Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Reason: "accepted by carrier"}
+	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Reason: "accepted by carrier"}
 	switch r.Carrier.Path() {
 	case PathDirect:
 		t.To = StatusDeliverySuccessful
@@ -129,7 +173,7 @@ func (e *Engine) deliver(m *Message) {
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
 		t.DueAt = now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt)))
 	}
-	e.record(ctx, m, t)
+	return t, true
 }
 
 // failure decides what a failed stage leads to: DELIVERY_FAILED when the

@@ -28,7 +28,8 @@ type Config struct {
 	Observer Observer
 	// Concurrency bounds the sends in flight at once. Defaults to 64.
 	Concurrency int
-	// ClaimBatch bounds the messages claimed in one store call. Defaults to Concurrency.
+	// ClaimBatch bounds the messages claimed in one store call, and so how
+	// far claims run ahead of the free send slots. Defaults to 64.
 	ClaimBatch int
 	// PollInterval is how often the dispatcher looks for due work without
 	// being woken, and the outbox for due events. Defaults to 250ms.
@@ -83,9 +84,13 @@ type Engine struct {
 	routes      map[string]*route
 	subscribers []Subscriber
 	ids         idGenerator
-	latencies   latencyWindow
+	// acceptTimeouts maps each route to its SENT_TO_NS deadline, for Claim.
+	acceptTimeouts map[string]time.Duration
+	latencies      latencyWindow
 
-	slots        chan struct{} // one token per send in flight
+	slots        chan struct{} // one token per carrier call in flight
+	pending      chan struct{} // one token per claimed message not yet recorded
+	prefetched   []*Message    // claimed, waiting for a send slot; guarded by dispatchMu
 	wake         chan struct{} // nudges the dispatcher
 	retryPending chan struct{} // tells the dispatcher to release due retries
 	eventPending chan struct{} // nudges the outbox
@@ -112,12 +117,14 @@ func New(cfg Config) (*Engine, error) {
 	setDefaults(&cfg)
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: cfg.Observer,
-		routes:       make(map[string]*route, len(cfg.Routes)),
-		subscribers:  cfg.Subscribers,
-		slots:        make(chan struct{}, cfg.Concurrency),
-		wake:         make(chan struct{}, 1),
-		retryPending: make(chan struct{}, 1),
-		eventPending: make(chan struct{}, 1),
+		routes:         make(map[string]*route, len(cfg.Routes)),
+		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
+		subscribers:    cfg.Subscribers,
+		slots:          make(chan struct{}, cfg.Concurrency),
+		pending:        make(chan struct{}, 2*cfg.Concurrency+64),
+		wake:           make(chan struct{}, 1),
+		retryPending:   make(chan struct{}, 1),
+		eventPending:   make(chan struct{}, 1),
 	}
 	for _, r := range cfg.Routes {
 		if r.Name == "" {
@@ -141,6 +148,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("herald: route %q: %w", r.Name, err)
 		}
 		e.routes[r.Name] = &route{Route: r, classifier: c}
+		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 	}
 	for i, s := range e.subscribers {
 		if s.Name == "" || s.Sink == nil {
@@ -174,7 +182,7 @@ func setDefaults(c *Config) {
 		c.Concurrency = 64
 	}
 	if c.ClaimBatch <= 0 {
-		c.ClaimBatch = c.Concurrency
+		c.ClaimBatch = 64
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 250 * time.Millisecond

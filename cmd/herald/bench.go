@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ import (
 )
 
 func benchCommand() *cobra.Command {
-	var storeURL, workloads string
+	var storeURL, workloads, cpuProfile string
 	var inProcess bool
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -29,6 +30,18 @@ func benchCommand() *cobra.Command {
 Each workload runs in a fresh child process on a fresh database, so its peak RSS is its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+				inProcess = true
+			}
 			names := strings.Split(workloads, ",")
 			for _, name := range names {
 				w, ok := bench.Find(strings.TrimSpace(name))
@@ -53,6 +66,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 	}
 	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure; sqlite: alone uses a fresh temporary database")
 	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "comma-separated workloads to run")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (implies --in-process)")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
 	return cmd
 }
