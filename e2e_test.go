@@ -33,17 +33,24 @@ type rig struct {
 
 func newRig(t *testing.T, routes []herald.Route, subs ...herald.Subscriber) *rig {
 	t.Helper()
+	return newRigWith(t, func(*herald.Config) {}, routes, subs...)
+}
+
+func newRigWith(t *testing.T, adjust func(*herald.Config), routes []herald.Route, subs ...herald.Subscriber) *rig {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	fc := clock.NewFake(t0)
-	eng, err := herald.New(herald.Config{
+	cfg := herald.Config{
 		Store: st, Routes: routes, Subscribers: subs, Clock: fc,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Random: func() float64 { return 0 },
-	})
+	}
+	adjust(&cfg)
+	eng, err := herald.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,5 +445,53 @@ func TestOutcomeEventDeadAfterLastAttempt(t *testing.T) {
 	}
 	if sink.calls != 3 {
 		t.Fatalf("event tried %d times, want 3 then dead", sink.calls)
+	}
+}
+
+// gated is a carrier whose first send waits for its gate.
+type gated struct {
+	gate  chan struct{}
+	sends atomic.Int64
+}
+
+func (g *gated) Path() herald.Path              { return herald.PathDirect }
+func (g *gated) Validate(*herald.Message) error { return nil }
+func (g *gated) Send(context.Context, *herald.Message) (herald.SendResult, error) {
+	if g.sends.Add(1) == 1 {
+		<-g.gate
+	}
+	return herald.SendResult{}, nil
+}
+
+func TestPrefetchedMessageNearItsDeadlineIsNotSent(t *testing.T) {
+	c := &gated{gate: make(chan struct{})}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel) // accept timeout 20 s
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.Concurrency, cfg.ClaimBatch = 1, 2 },
+		[]herald.Route{{Name: "chat", Carrier: c, Policy: p}})
+	first := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "a"})
+	second := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "b"})
+	ticked := make(chan struct{})
+	go func() {
+		r.tick() // claims both, sends the first, waits for it
+		close(ticked)
+	}()
+	for c.sends.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	r.clock.Advance(15 * time.Second) // the second now has 5 s of its 20 s left
+	close(c.gate)
+	<-ticked
+	if got := r.get(first.ID); got.Status != herald.StatusDeliverySuccessful {
+		t.Fatalf("first: %s", got.Status)
+	}
+	if got := r.get(second.ID); got.Status != herald.StatusSentToNS || c.sends.Load() != 1 {
+		t.Fatalf("second: %s after %d sends; want it left SENT_TO_NS, unsent", got.Status, c.sends.Load())
+	}
+	r.clock.Advance(5 * time.Second)
+	r.tick() // reaped to TO_RETRY
+	r.clock.Advance(5 * time.Second)
+	r.tick()
+	if got := r.get(second.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 2 || c.sends.Load() != 2 {
+		t.Fatalf("second after its retry: %s attempt %d, %d sends", got.Status, got.Attempt, c.sends.Load())
 	}
 }
