@@ -495,3 +495,25 @@ func TestPrefetchedMessageNearItsDeadlineIsNotSent(t *testing.T) {
 		t.Fatalf("second after its retry: %s attempt %d, %d sends", got.Status, got.Attempt, c.sends.Load())
 	}
 }
+
+func TestPruneDeletesTerminalMessagesAfterTheRetention(t *testing.T) {
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	r := newRig(t, []herald.Route{{Name: "chat", Carrier: &scripted{}, Policy: p}})
+	done := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "x"})
+	r.tick()
+	r.clock.Advance(7*24*time.Hour - time.Millisecond)
+	waiting := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "y", ExpiresAt: r.clock.Now().Add(time.Hour)})
+	if n, err := r.eng.Prune(context.Background()); err != nil || n != 0 {
+		t.Fatalf("pruned %d (%v) before the retention", n, err)
+	}
+	r.clock.Advance(2 * time.Millisecond)
+	if n, err := r.eng.Prune(context.Background()); err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want 1", n, err)
+	}
+	if _, err := r.eng.Get(context.Background(), "acme", done.ID); !errors.Is(err, herald.ErrNotFound) {
+		t.Fatalf("pruned message still readable: %v", err)
+	}
+	if got := r.get(waiting.ID); got.Status != herald.StatusQueued {
+		t.Fatalf("active message: %s", got.Status)
+	}
+}
