@@ -194,21 +194,37 @@ func (e *Engine) failure(r *route, m *Message, cause error, reason string) Trans
 	return t
 }
 
-// record applies t to m, which a send or a reaper pass is working on. A
-// conflict means another actor moved the message first (a reaper, a cancel,
-// another node after the lease ran out): the late result is dropped.
+// record applies t to m for a loop that found m overdue. A conflict means
+// another actor (another node's reaper, a send that just finished, a
+// cancel) moved the message first: nothing to do.
 func (e *Engine) record(ctx context.Context, m *Message, t Transition) {
+	if err := e.apply(ctx, m, t); errors.Is(err, ErrConflict) {
+		e.obs.Problem("reap_conflict")
+		e.log.Debug("message moved on before the reaper", "id", m.ID, "from", t.From, "to", t.To)
+	}
+}
+
+// recordResult applies the transition that records a carrier's answer. A
+// conflict means the claim's lease ran out and the message moved on (retried
+// by the reaper, perhaps sent again by another node): the late result is
+// refused, and counted.
+func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) {
+	if err := e.apply(ctx, m, t); errors.Is(err, ErrConflict) {
+		e.problem("stale_completion", "late result refused: the message moved on", "id", m.ID, "from", t.From, "to", t.To, "lease", m.Lease)
+	}
+}
+
+// apply transitions m, reports store errors and schedules the release of a
+// retry that is due at once. It returns the transition's error.
+func (e *Engine) apply(ctx context.Context, m *Message, t Transition) error {
 	err := e.transition(ctx, m, t)
 	switch {
-	case err == nil:
-		if t.To == StatusToRetry {
-			e.scheduleRelease(t.DueAt)
-		}
-	case errors.Is(err, ErrConflict):
-		e.problem("stale_completion", "result dropped: message moved on", "id", m.ID, "from", t.From, "to", t.To)
-	default:
+	case err == nil && t.To == StatusToRetry:
+		e.scheduleRelease(t.DueAt)
+	case err != nil && !errors.Is(err, ErrConflict):
 		e.problem("store_error", "record transition", "id", m.ID, "to", t.To, slog.Any("err", err))
 	}
+	return err
 }
 
 // scheduleRelease makes the dispatcher release a retry that is due before
