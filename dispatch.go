@@ -208,11 +208,23 @@ func (e *Engine) record(ctx context.Context, m *Message, t Transition) {
 // conflict means the claim's lease ran out and the message moved on (retried
 // by the reaper, perhaps sent again by another node): the late result is
 // refused, and counted.
+//
+// While the store is unavailable the result is retried a few times, so that
+// a short outage does not turn into a second send after the accept timeout.
 func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) {
-	if err := e.apply(ctx, m, t); errors.Is(err, ErrConflict) {
-		e.problem("stale_completion", "late result refused: the message moved on", "id", m.ID, "from", t.From, "to", t.To, "lease", m.Lease)
+	for try := 1; ; try++ {
+		err := e.apply(ctx, m, t)
+		if errors.Is(err, ErrConflict) {
+			e.problem("stale_completion", "late result refused: the message moved on", "id", m.ID, "from", t.From, "to", t.To, "lease", m.Lease)
+		}
+		if !errors.Is(err, ErrStoreUnavailable) || try == resultRetries || !sleep(ctx, backoff(try)) {
+			return
+		}
 	}
 }
+
+// resultRetries bounds the tries to record a carrier's answer in a store outage.
+const resultRetries = 5
 
 // apply transitions m, reports store errors and schedules the release of a
 // retry that is due at once. It returns the transition's error.
