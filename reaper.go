@@ -175,16 +175,19 @@ func (e *Engine) failRoute(ctx context.Context, name string) (int, error) {
 			if err != nil {
 				return n, err
 			}
+			moved := 0
 			for _, m := range msgs {
 				lease := int64(0)
 				if st.InFlight() {
 					lease = m.Lease
 				}
-				e.record(ctx, m, Transition{From: st, To: StatusDeliveryFailed, Lease: lease,
-					Reason: "route removed", LastError: "route " + name + " removed from the configuration"})
-				n++
+				if e.apply(ctx, m, Transition{From: st, To: StatusDeliveryFailed, Lease: lease,
+					Reason: "route removed", LastError: "route " + name + " removed from the configuration"}) == nil {
+					moved++
+				}
 			}
-			if len(msgs) < 500 || ctx.Err() != nil {
+			n += moved
+			if len(msgs) < 500 || moved == 0 || ctx.Err() != nil {
 				break
 			}
 		}
