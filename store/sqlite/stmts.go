@@ -15,10 +15,15 @@ type writeStmts struct {
 	insertMessage, insertTimeline, insertEvent *sql.Stmt
 	findIdempotent, timeline, exists           *sql.Stmt
 	selectCoalesced, transition                *sql.Stmt
-	selectReady, claim, selectRetry            *sql.Stmt
+	selectRetry                                *sql.Stmt
 	purge, prune, deleteTimeline               *sql.Stmt
 	claimEvents, deleteEvent, retryEvent       *sql.Stmt
 	killEvent                                  *sql.Stmt
+
+	// Statements whose text depends on a count, prepared on first use and
+	// keyed by that count: claims by the number of routes with their own
+	// accept timeout, timelines by the number of rows inserted.
+	claims, timelines map[int]*sql.Stmt
 }
 
 // readStmts are the read pool's prepared statements.
@@ -41,6 +46,12 @@ func prepareWrite(ctx context.Context, conn *sql.Conn) (*writeStmts, error) {
 // defs lists the writer's statements. The queries name their partial index
 // (INDEXED BY): the plan cannot drift, and a query whose index cannot serve
 // it fails to prepare instead of scanning the table.
+//
+// A parameter that is a LIMIT, or that is compared with a column that a
+// partial index's WHERE compares with a constant (status = ?), makes SQLite
+// recompile the statement each time it is bound, which costs more than the
+// statement itself: such parameters are wrapped in a CAST, which SQLite
+// does not look into.
 func (st *writeStmts) defs() []stmtDef {
 	return []stmtDef{
 		{&st.begin, `BEGIN IMMEDIATE`},
@@ -71,29 +82,20 @@ func (st *writeStmts) defs() []stmtDef {
 				attempt = CASE WHEN ?8 THEN 0 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
 				timeline_seq = timeline_seq + 1
-			WHERE id = ?10 AND status = ?11 AND (?12 = 0 OR lease = ?12)
+			WHERE id = ?10 AND status = CAST(?11 AS TEXT) AND (CAST(?12 AS INTEGER) = 0 OR lease = CAST(?12 AS INTEGER))
 			RETURNING attempt, timeline_seq`},
-		// Claim walks the ready index in claim order and filters due_at
-		// from it: it never sorts the due rows.
-		{&st.selectReady, `SELECT id, route FROM messages INDEXED BY messages_ready
-			WHERE status = 'QUEUED' AND due_at <= ? ORDER BY priority DESC, id LIMIT ?`},
-		{&st.claim, `UPDATE messages SET
-				status = 'SENT_TO_NS', attempt = attempt + 1, updated_at = ?1, deadline = ?2, lease = ?3,
-				timeline_seq = timeline_seq + 1
-			WHERE id = ?4
-			RETURNING ` + msgCols + `, timeline_seq`},
 		{&st.selectRetry, `SELECT id, due_at FROM messages INDEXED BY messages_retry
-			WHERE status = 'TO_RETRY' AND due_at <= ? ORDER BY due_at LIMIT ?`},
+			WHERE status = 'TO_RETRY' AND due_at <= ? ORDER BY due_at LIMIT CAST(? AS INTEGER)`},
 		{&st.purge, `DELETE FROM messages INDEXED BY messages_failed
 			WHERE status = 'DELIVERY_FAILED' AND (?1 = '' OR tenant = ?1) AND (?2 = '' OR route = ?2) AND (?3 = 0 OR updated_at < ?3)
 			RETURNING id`},
 		{&st.prune, `DELETE FROM messages WHERE id IN (
 				SELECT id FROM messages INDEXED BY messages_done
-				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT ?)
+				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))
 			RETURNING id`},
 		{&st.deleteTimeline, `DELETE FROM timeline WHERE message_id = ?`},
 		{&st.claimEvents, `UPDATE events SET due_at = ?1 WHERE id IN (
-				SELECT id FROM events WHERE dead = 0 AND due_at <= ?2 ORDER BY due_at LIMIT ?3)
+				SELECT id FROM events WHERE dead = 0 AND due_at <= ?2 ORDER BY due_at LIMIT CAST(?3 AS INTEGER))
 			RETURNING id, subscriber, message_id, type, at, attempt`},
 		{&st.deleteEvent, `DELETE FROM events WHERE id = ?`},
 		{&st.retryEvent, `UPDATE events SET due_at = ?, attempt = ?, last_error = ? WHERE id = ?`},
@@ -126,12 +128,12 @@ func (st *readStmts) defs() []stmtDef {
 		// Each arm walks its own partial index; each is bounded by the limit.
 		{&st.overdue, `SELECT ` + msgCols + ` FROM messages WHERE id IN (
 				SELECT id FROM (SELECT id FROM messages INDEXED BY messages_inflight
-					WHERE ` + inFlightSQL + ` AND deadline > 0 AND deadline <= ?1 LIMIT ?2)
+					WHERE ` + inFlightSQL + ` AND deadline > 0 AND deadline <= ?1 LIMIT CAST(?2 AS INTEGER))
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_expiry
-					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT ?2)
+					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT CAST(?2 AS INTEGER))
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
-					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT ?2))
-			LIMIT ?2`},
+					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
+			LIMIT CAST(?2 AS INTEGER)`},
 	}
 }
 
@@ -154,6 +156,24 @@ func prepare(all *[]*sql.Stmt, prep func(string) (*sql.Stmt, error), defs []stmt
 		*all = append(*all, s)
 	}
 	return nil
+}
+
+// cached returns the statement of *cache for n, preparing sqlFor(n) on conn
+// the first time.
+func (st *writeStmts) cached(conn *sql.Conn, cache *map[int]*sql.Stmt, n int, sqlFor func(int) string) (*sql.Stmt, error) {
+	if s, ok := (*cache)[n]; ok {
+		return s, nil
+	}
+	s, err := conn.PrepareContext(context.Background(), sqlFor(n))
+	if err != nil {
+		return nil, err
+	}
+	if *cache == nil {
+		*cache = map[int]*sql.Stmt{}
+	}
+	(*cache)[n] = s
+	st.all = append(st.all, s)
+	return s, nil
 }
 
 func (st *writeStmts) close() error { return closeAll(st.all) }

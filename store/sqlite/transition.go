@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heraldmq/herald"
@@ -91,4 +92,43 @@ func (s *Store) Release(ctx context.Context, now time.Time, limit int) (int, err
 		return nil
 	})
 	return n, wrap("release", err)
+}
+
+// timelineRow is one timeline entry to insert.
+type timelineRow struct {
+	id       string
+	seq      int
+	at       int64
+	from, to herald.Status
+	attempt  int
+	reason   string
+}
+
+// maxTimelineRows bounds the rows of one timeline INSERT.
+const maxTimelineRows = 64
+
+// addTimelines inserts rows, up to maxTimelineRows a statement.
+func (tx *wtx) addTimelines(rows []timelineRow) error {
+	for len(rows) > 0 {
+		n := min(len(rows), maxTimelineRows)
+		stmt, err := tx.st.cached(tx.conn, &tx.st.timelines, n, insertTimelinesSQL)
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, 7*n)
+		for _, r := range rows[:n] {
+			args = append(args, r.id, r.seq, r.at, string(r.from), string(r.to), r.attempt, r.reason)
+		}
+		if _, err := stmt.Exec(args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// insertTimelinesSQL inserts n timeline rows.
+func insertTimelinesSQL(n int) string {
+	return `INSERT INTO timeline (message_id, seq, at, from_status, to_status, attempt, reason) VALUES ` +
+		strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n), ", ")
 }
