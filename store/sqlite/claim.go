@@ -32,7 +32,7 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 }
 
 // claim is Claim inside the writer's transaction: one UPDATE moves the whole
-// batch and returns it, and one INSERT records the batch's transitions. All
+// batch, appends each message's timeline entry and returns the batch. All
 // the messages of a claim share its lease, which no other claim gets.
 func (tx *wtx) claim(c herald.Claim) ([]*herald.Message, error) {
 	routes := slices.Sorted(maps.Keys(c.AcceptTimeouts))
@@ -40,28 +40,14 @@ func (tx *wtx) claim(c herald.Claim) ([]*herald.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := ms(c.Now)
-	args := make([]any, 0, 4+2*len(routes))
-	args = append(args, now, ms(c.Now.Add(c.DefaultAccept)), tx.nextLease(), c.Limit)
+	args := make([]any, 0, 5+2*len(routes))
+	args = append(args, ms(c.Now), ms(c.Now.Add(c.DefaultAccept)), tx.nextLease(), c.Limit,
+		entryTail(c.Now, herald.StatusQueued, herald.StatusSentToNS, ""))
 	for _, r := range routes {
 		args = append(args, r, ms(c.Now.Add(c.AcceptTimeouts[r])))
 	}
-	rows, err := stmt.Query(args...)
-	var seqs []int
-	claimed, err := collect(rows, err, func(sc rowScanner) (*herald.Message, error) {
-		var seq int
-		m, err := scanMessage(sc, &seq)
-		seqs = append(seqs, seq)
-		return m, err
-	})
+	claimed, err := scanMessages(stmt.Query(args...))
 	if err != nil {
-		return nil, err
-	}
-	entries := make([]timelineRow, len(claimed))
-	for i, m := range claimed {
-		entries[i] = timelineRow{id: m.ID, seq: seqs[i], at: now, from: herald.StatusQueued, to: herald.StatusSentToNS, attempt: m.Attempt}
-	}
-	if err := tx.addTimelines(entries); err != nil {
 		return nil, err
 	}
 	// RETURNING gives the rows in no set order.
@@ -79,13 +65,14 @@ func (st *writeStmts) claimStmt(conn *sql.Conn, nRoutes int) (*sql.Stmt, error) 
 
 // claimSQL is the claim of up to ?4 messages due at ?1, under lease ?3,
 // for nRoutes routes whose deadlines follow as (route, deadline) pairs from
-// ?5 on; the other routes' deadline is ?2. It walks the ready index in claim
-// order and filters due_at from it: it never sorts the due rows.
+// ?6 on; the other routes' deadline is ?2. Each message's timeline entry is
+// its new attempt followed by the tail ?5. It walks the ready index in
+// claim order and filters due_at from it: it never sorts the due rows.
 func claimSQL(nRoutes int) string {
 	var deadline strings.Builder
 	deadline.WriteString("CASE route")
 	for i := range nRoutes {
-		fmt.Fprintf(&deadline, " WHEN ?%d THEN ?%d", 5+2*i, 6+2*i)
+		fmt.Fprintf(&deadline, " WHEN ?%d THEN ?%d", 6+2*i, 7+2*i)
 	}
 	deadline.WriteString(" ELSE ?2 END")
 	if nRoutes == 0 {
@@ -94,8 +81,8 @@ func claimSQL(nRoutes int) string {
 	}
 	return `UPDATE messages SET
 			status = 'SENT_TO_NS', attempt = attempt + 1, updated_at = ?1, deadline = ` + deadline.String() + `,
-			lease = ?3, timeline_seq = timeline_seq + 1
+			lease = ?3, seq = seq + 1, timeline = timeline || (attempt + 1) || ?5
 		WHERE id IN (SELECT id FROM messages INDEXED BY messages_ready
 			WHERE status = 'QUEUED' AND due_at <= ?1 ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER))
-		RETURNING ` + msgCols + `, timeline_seq`
+		RETURNING ` + msgCols
 }

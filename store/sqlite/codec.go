@@ -9,8 +9,8 @@ import (
 	"github.com/heraldmq/herald"
 )
 
-// msgCols are the messages columns that make up a herald.Message, in the
-// order scanMessage reads them.
+// msgCols are the messages columns that make up a herald.Message, timeline
+// aside, in the order scanMessage reads them.
 const msgCols = `id, tenant, route, target, lane, priority, correlation_id,
 	idempotency_key, coalesce_key, status, attempt, max_attempts, created_at,
 	updated_at, due_at, deadline, expires_at, external_id, last_error, lease,
@@ -84,21 +84,17 @@ func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
 	return &m, nil
 }
 
-// scanEntry reads a timeline row: at, from_status, to_status, attempt, reason.
-func scanEntry(sc rowScanner) (herald.TimelineEntry, error) {
-	var (
-		e        herald.TimelineEntry
-		at       int64
-		from, to string
-	)
-	err := sc.Scan(&at, &from, &to, &e.Attempt, &e.Reason)
-	e.At, e.From, e.To = fromMS(at), herald.Status(from), herald.Status(to)
-	return e, err
-}
-
-// scanTimeline reads the entries of a timeline query, in order.
-func scanTimeline(rows *sql.Rows, err error) ([]herald.TimelineEntry, error) {
-	return collect(rows, err, scanEntry)
+// scanWithTimeline reads the msgCols columns, then the timeline.
+func scanWithTimeline(sc rowScanner) (*herald.Message, error) {
+	var timeline string
+	m, err := scanMessage(sc, &timeline)
+	if err != nil {
+		return nil, err
+	}
+	if m.Timeline, err = parseTimeline(timeline); err != nil {
+		return nil, fmt.Errorf("message %s: %w", m.ID, err)
+	}
+	return m, nil
 }
 
 // scanMessages reads the messages of a msgCols query.

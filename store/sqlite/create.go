@@ -54,14 +54,10 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 // findIdempotent returns the message, with its timeline, that has m's
 // tenant, route and idempotency key, or nil.
 func (tx *wtx) findIdempotent(m *herald.Message) (*herald.Message, error) {
-	prev, err := scanMessage(tx.st.findIdempotent.QueryRow(m.Tenant, m.Route, m.IdempotencyKey))
+	prev, err := scanWithTimeline(tx.st.findIdempotent.QueryRow(m.Tenant, m.Route, m.IdempotencyKey))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	prev.Timeline, err = scanTimeline(tx.st.timeline.Query(prev.ID))
 	return prev, err
 }
 
@@ -84,16 +80,12 @@ func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
 	return nil
 }
 
-// insert stores m and its creation entry.
+// insert stores m with its timeline, the creation entry.
 func (tx *wtx) insert(m *herald.Message, params string) error {
 	_, err := tx.st.insertMessage.Exec(
 		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID,
 		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, ms(m.CreatedAt),
 		ms(m.UpdatedAt), ms(m.DueAt), ms(m.Deadline), ms(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease,
-		params, m.Text, m.Payload)
-	if err != nil {
-		return err
-	}
-	e := m.Timeline[0]
-	return tx.addTimeline(m.ID, 1, e.At, e.From, e.To, e.Attempt, e.Reason)
+		params, m.Text, m.Payload, encodeEntry(m.Timeline[0]))
+	return err
 }

@@ -19,7 +19,7 @@ func TestPlans(t *testing.T) {
 	ws, rs := &writeStmts{}, &readStmts{}
 	var claim *sql.Stmt // stands for the claim statements, prepared on use
 	defs := append(ws.defs(), rs.defs()...)
-	defs = append(defs, stmtDef{&claim, claimSQL(0)}, stmtDef{&claim, claimSQL(2)}, stmtDef{nil, insertTimelinesSQL(3)})
+	defs = append(defs, stmtDef{&claim, claimSQL(0)}, stmtDef{&claim, claimSQL(2)})
 	for _, d := range defs {
 		if d.dst == &ws.begin || d.dst == &ws.commit || d.dst == &ws.rollback || d.dst == &rs.counts {
 			continue
@@ -40,7 +40,7 @@ func TestPlans(t *testing.T) {
 // replaced by literals.
 func explain(t *testing.T, s *Store, q string) string {
 	t.Helper()
-	q = strings.NewReplacer("?10", "1", "?11", "'x'", "?12", "1").Replace(q)
+	q = strings.NewReplacer("?10", "1", "?11", "'x'", "?12", "1", "?13", "1", "?14", "'x'").Replace(q)
 	for _, p := range []string{"?1", "?2", "?3", "?4", "?5", "?6", "?7", "?8", "?9", "?"} {
 		q = strings.ReplaceAll(q, p, "1")
 	}

@@ -13,30 +13,13 @@ import (
 // defaultListLimit is List's page size when the query names none.
 const defaultListLimit = 100
 
-// Get returns the message with its timeline, read from one snapshot.
+// Get returns the message with its timeline, both read from its row.
 func (s *Store) Get(ctx context.Context, id string) (*herald.Message, error) {
-	m, err := s.get(ctx, id)
-	return m, wrap("get", err)
-}
-
-func (s *Store) get(ctx context.Context, id string) (*herald.Message, error) {
-	tx, err := s.read.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	m, err := scanMessage(tx.StmtContext(ctx, s.rs.get).QueryRowContext(ctx, id))
+	m, err := scanWithTimeline(s.rs.get.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, herald.ErrNotFound
 	}
-	if err != nil {
-		return nil, err
-	}
-	m.Timeline, err = scanTimeline(tx.StmtContext(ctx, s.rs.timeline).QueryContext(ctx, id))
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, wrap("get", err)
 }
 
 // List returns the messages matching q, newest (highest id) first. The

@@ -7,7 +7,9 @@
 -- as they are written here (see the status expressions in codec.go).
 
 -- messages is keyed by its time-ordered id itself (WITHOUT ROWID): new rows
--- go at the end, and no second b-tree maps ids to rowids.
+-- go at the end, and no second b-tree maps ids to rowids. Each row holds
+-- the message's timeline too (see timeline.go), so that a write touches one
+-- row: the statement that changes a status appends its entry.
 CREATE TABLE IF NOT EXISTS messages (
 	id              TEXT NOT NULL PRIMARY KEY,
 	tenant          TEXT NOT NULL,
@@ -29,11 +31,13 @@ CREATE TABLE IF NOT EXISTS messages (
 	external_id     TEXT NOT NULL,
 	last_error      TEXT NOT NULL,
 	lease           INTEGER NOT NULL,
-	timeline_seq    INTEGER NOT NULL, -- seq of the message's last timeline entry
-	-- The bulky columns come last so that reading the others stays cheap.
+	seq             INTEGER NOT NULL, -- status changes so far, creation included: numbers their events
+	-- The bulky columns come last so that reading the others stays cheap;
+	-- only Get reads the timeline, which grows with every status change.
 	params          TEXT NOT NULL,    -- JSON object, '' for none
 	text            TEXT NOT NULL,
-	payload         BLOB
+	payload         BLOB,
+	timeline        TEXT NOT NULL     -- one line per entry, oldest first
 ) WITHOUT ROWID;
 
 -- Claim walks this index in order and reads due_at and route from it.
@@ -69,17 +73,6 @@ CREATE INDEX IF NOT EXISTS messages_correlation ON messages (correlation_id, id)
 -- Prune.
 CREATE INDEX IF NOT EXISTS messages_done ON messages (updated_at)
 	WHERE (status = 'DELIVERY_SUCCESSFUL' OR status = 'DELIVERY_FAILED' OR status = 'CANCELLED');
-
-CREATE TABLE IF NOT EXISTS timeline (
-	message_id  TEXT NOT NULL,
-	seq         INTEGER NOT NULL,
-	at          INTEGER NOT NULL,
-	from_status TEXT NOT NULL,
-	to_status   TEXT NOT NULL,
-	attempt     INTEGER NOT NULL,
-	reason      TEXT NOT NULL,
-	PRIMARY KEY (message_id, seq)
-) WITHOUT ROWID;
 
 -- The outbox: one row per outcome event and subscriber.
 CREATE TABLE IF NOT EXISTS events (

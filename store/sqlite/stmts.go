@@ -12,29 +12,25 @@ type writeStmts struct {
 
 	begin, commit, rollback *sql.Stmt
 
-	insertMessage, insertTimeline, insertEvent *sql.Stmt
-	findIdempotent, timeline, exists           *sql.Stmt
-	selectCoalesced, transition                *sql.Stmt
-	selectRetry                                *sql.Stmt
-	purge, prune, deleteTimeline               *sql.Stmt
-	claimEvents, deleteEvent, retryEvent       *sql.Stmt
-	killEvent                                  *sql.Stmt
+	insertMessage, insertEvent           *sql.Stmt
+	findIdempotent, exists               *sql.Stmt
+	selectCoalesced, transition          *sql.Stmt
+	selectRetry                          *sql.Stmt
+	purge, prune                         *sql.Stmt
+	claimEvents, deleteEvent, retryEvent *sql.Stmt
+	killEvent                            *sql.Stmt
 
-	// Statements whose text depends on a count, prepared on first use and
-	// keyed by that count: claims by the number of routes with their own
-	// accept timeout, timelines by the number of rows inserted.
-	claims, timelines map[int]*sql.Stmt
+	// The claim statements, prepared on first use and keyed by the number
+	// of routes with their own accept timeout (see claimSQL).
+	claims map[int]*sql.Stmt
 }
 
 // readStmts are the read pool's prepared statements.
 type readStmts struct {
 	all []*sql.Stmt
 
-	get, timeline, findExternal, activeRoutes, counts, overdue *sql.Stmt
+	get, findExternal, activeRoutes, counts, overdue *sql.Stmt
 }
-
-// timelineSQL reads a message's timeline in order.
-const timelineSQL = `SELECT at, from_status, to_status, attempt, reason FROM timeline WHERE message_id = ? ORDER BY seq`
 
 // prepareWrite prepares the writer's statements on conn.
 func prepareWrite(ctx context.Context, conn *sql.Conn) (*writeStmts, error) {
@@ -57,43 +53,41 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.begin, `BEGIN IMMEDIATE`},
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
-		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, timeline_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`},
-		{&st.insertTimeline, `INSERT INTO timeline (message_id, seq, at, from_status, to_status, attempt, reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`},
-		// Event ids are made of the message id and timeline seq, so a
-		// subscriber named twice in one Notify gets one event.
+		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`},
+		// Event ids are made of the message id and seq, so a subscriber
+		// named twice in one Notify gets one event.
 		{&st.insertEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error)
 			VALUES (?1, ?2, ?3, ?4, ?5, 0, ?5, 0, '')`},
-		{&st.findIdempotent, `SELECT ` + msgCols + ` FROM messages
+		{&st.findIdempotent, `SELECT ` + msgCols + `, timeline FROM messages
 			WHERE tenant = ? AND route = ? AND idempotency_key = ? AND idempotency_key != ''`},
-		{&st.timeline, timelineSQL},
 		{&st.exists, `SELECT 1 FROM messages WHERE id = ?`},
 		{&st.selectCoalesced, `SELECT id, status FROM messages INDEXED BY messages_coalesce
 			WHERE tenant = ? AND route = ? AND coalesce_key = ? AND coalesce_key != '' AND ` + waitingSQL + `
 			ORDER BY id`},
 		// The lease survives a move between in-flight stages (?9) and is
-		// cleared by any other.
+		// cleared by any other. A change of status (?13) counts in seq,
+		// sets updated_at and appends its timeline entry: the new attempt
+		// followed by the entry's tail (?14).
 		{&st.transition, `UPDATE messages SET
-				status = ?1, updated_at = ?2, due_at = ?3, deadline = ?4,
+				status = ?1, due_at = ?3, deadline = ?4,
 				expires_at = CASE WHEN ?5 != 0 THEN ?5 ELSE expires_at END,
 				external_id = CASE WHEN ?6 != '' THEN ?6 ELSE external_id END,
 				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
 				attempt = CASE WHEN ?8 THEN 0 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
-				timeline_seq = timeline_seq + 1
+				updated_at = CASE WHEN ?13 THEN ?2 ELSE updated_at END,
+				seq = seq + ?13,
+				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 ELSE attempt END) || ?14 ELSE timeline END
 			WHERE id = ?10 AND status = CAST(?11 AS TEXT) AND (CAST(?12 AS INTEGER) = 0 OR lease = CAST(?12 AS INTEGER))
-			RETURNING attempt, timeline_seq`},
+			RETURNING seq`},
 		{&st.selectRetry, `SELECT id, due_at FROM messages INDEXED BY messages_retry
 			WHERE status = 'TO_RETRY' AND due_at <= ? ORDER BY due_at LIMIT CAST(? AS INTEGER)`},
 		{&st.purge, `DELETE FROM messages INDEXED BY messages_failed
-			WHERE status = 'DELIVERY_FAILED' AND (?1 = '' OR tenant = ?1) AND (?2 = '' OR route = ?2) AND (?3 = 0 OR updated_at < ?3)
-			RETURNING id`},
+			WHERE status = 'DELIVERY_FAILED' AND (?1 = '' OR tenant = ?1) AND (?2 = '' OR route = ?2) AND (?3 = 0 OR updated_at < ?3)`},
 		{&st.prune, `DELETE FROM messages WHERE id IN (
 				SELECT id FROM messages INDEXED BY messages_done
-				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))
-			RETURNING id`},
-		{&st.deleteTimeline, `DELETE FROM timeline WHERE message_id = ?`},
+				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))`},
 		{&st.claimEvents, `UPDATE events SET due_at = ?1 WHERE id IN (
 				SELECT id FROM events WHERE dead = 0 AND due_at <= ?2 ORDER BY due_at LIMIT CAST(?3 AS INTEGER))
 			RETURNING id, subscriber, message_id, type, at, attempt`},
@@ -113,8 +107,7 @@ func prepareRead(db *sql.DB) (*readStmts, error) {
 // defs lists the read pool's statements.
 func (st *readStmts) defs() []stmtDef {
 	return []stmtDef{
-		{&st.get, `SELECT ` + msgCols + ` FROM messages WHERE id = ?`},
-		{&st.timeline, timelineSQL},
+		{&st.get, `SELECT ` + msgCols + `, timeline FROM messages WHERE id = ?`},
 		{&st.findExternal, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_external
 			WHERE route = ? AND external_id = ? AND external_id != '' AND ` + activeSQL + `
 			LIMIT 1`},

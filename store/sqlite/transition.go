@@ -5,35 +5,34 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/heraldmq/herald"
 )
 
 // Transition applies t if the message is still in t.From (and under
-// t.Lease when it is set), records it in the timeline and enqueues one
-// outcome event per name in t.Notify.
+// t.Lease when it is set), records it in the timeline (unless the status
+// stays) and enqueues one outcome event per name in t.Notify.
 func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 	return wrap("transition", s.write(ctx, func(tx *wtx) error { return tx.transition(t) }))
 }
 
-// transition is Transition inside the writer's transaction. On ErrConflict
-// and ErrNotFound it has changed nothing.
+// transition is Transition inside the writer's transaction: one UPDATE
+// applies it and appends its timeline entry. On ErrConflict and
+// ErrNotFound it has changed nothing.
 func (tx *wtx) transition(t herald.Transition) error {
-	var attempt, seq int
+	moved := t.To != t.From
+	var seq int
 	err := tx.st.transition.QueryRow(
 		string(t.To), ms(t.At), ms(t.DueAt), ms(t.Deadline),
 		ms(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
-	).Scan(&attempt, &seq)
+		moved, entryTail(t.At, t.From, t.To, t.Reason),
+	).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)
 	}
-	if err != nil {
-		return err
-	}
-	if err := tx.addTimeline(t.ID, seq, t.At, t.From, t.To, attempt, t.Reason); err != nil {
+	if err != nil || !moved {
 		return err
 	}
 	for _, sub := range t.Notify {
@@ -58,12 +57,6 @@ func (tx *wtx) missing(id string) error {
 	default:
 		return herald.ErrConflict
 	}
-}
-
-// addTimeline appends entry seq to the timeline of message id.
-func (tx *wtx) addTimeline(id string, seq int, at time.Time, from, to herald.Status, attempt int, reason string) error {
-	_, err := tx.st.insertTimeline.Exec(id, seq, ms(at), string(from), string(to), attempt, reason)
-	return err
 }
 
 // Release moves up to limit TO_RETRY messages whose DueAt <= now back to
@@ -92,43 +85,4 @@ func (s *Store) Release(ctx context.Context, now time.Time, limit int) (int, err
 		return nil
 	})
 	return n, wrap("release", err)
-}
-
-// timelineRow is one timeline entry to insert.
-type timelineRow struct {
-	id       string
-	seq      int
-	at       int64
-	from, to herald.Status
-	attempt  int
-	reason   string
-}
-
-// maxTimelineRows bounds the rows of one timeline INSERT.
-const maxTimelineRows = 64
-
-// addTimelines inserts rows, up to maxTimelineRows a statement.
-func (tx *wtx) addTimelines(rows []timelineRow) error {
-	for len(rows) > 0 {
-		n := min(len(rows), maxTimelineRows)
-		stmt, err := tx.st.cached(tx.conn, &tx.st.timelines, n, insertTimelinesSQL)
-		if err != nil {
-			return err
-		}
-		args := make([]any, 0, 7*n)
-		for _, r := range rows[:n] {
-			args = append(args, r.id, r.seq, r.at, string(r.from), string(r.to), r.attempt, r.reason)
-		}
-		if _, err := stmt.Exec(args...); err != nil {
-			return err
-		}
-		rows = rows[n:]
-	}
-	return nil
-}
-
-// insertTimelinesSQL inserts n timeline rows.
-func insertTimelinesSQL(n int) string {
-	return `INSERT INTO timeline (message_id, seq, at, from_status, to_status, attempt, reason) VALUES ` +
-		strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n), ", ")
 }
