@@ -136,7 +136,7 @@ func (e *Engine) startSend(m *Message) {
 		<-e.slots
 		e.nudge(e.wake)
 		if ok {
-			e.record(e.sendCtx, m, t)
+			e.recordResult(e.sendCtx, m, t)
 		}
 	}()
 }
