@@ -130,6 +130,7 @@ func (e *Engine) startSend(m *Message) {
 	go func() {
 		defer func() {
 			<-e.pending
+			e.nudge(e.wake) // the claim window may have been full
 			e.sends.Done()
 		}()
 		t, ok := e.send(m)
