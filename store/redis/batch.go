@@ -1,0 +1,138 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Batching: the calls of one script that arrive while the server is busy
+// with others go to it together, as one EVALSHA. Redis then pays once for
+// what every script run costs (the round trip, setting up Lua), and the
+// batch's entries to one sorted set go in as one command. The batch is one
+// script, so it is atomic as a whole; its calls are applied in order.
+//
+// Creates come in large batches, from few workers: their callers wait for
+// nothing but their own write. Transitions come in small batches, from
+// more workers, so that their results return in a steady stream rather
+// than in bursts: the engine frees a claimed message's place in its
+// dispatch window when the transition that records its send returns.
+
+// batcher runs the calls of one script in batches. The script takes, for
+// each call, the number of its arguments and then them, and replies with
+// an array of one reply per call (see batch in lua/lib.lua).
+type batcher struct {
+	s      *Store
+	script *goredis.Script
+	calls  chan *call
+	max    int // calls in one batch, at most
+}
+
+// call is one call of a batched script.
+type call struct {
+	ctx  context.Context
+	args []any
+	res  any
+	err  error
+	done chan struct{}
+}
+
+// newBatcher returns a batcher of sc that runs batches of up to max calls
+// from workers goroutines (while one batch is at the server, the next one
+// fills), until s closes.
+func newBatcher(s *Store, sc *goredis.Script, workers, max int) *batcher {
+	b := &batcher{s: s, script: sc, calls: make(chan *call), max: max}
+	for range workers {
+		s.workers.Go(b.work)
+	}
+	return b
+}
+
+// do runs the script for args, within a batch, and returns the call's
+// reply.
+func (b *batcher) do(ctx context.Context, args []any) (any, error) {
+	c := &call{ctx: ctx, args: args, done: make(chan struct{})}
+	select {
+	case b.calls <- c:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-b.s.quit:
+		return nil, goredis.ErrClosed
+	}
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// work runs batches until the store closes: it waits for a call, takes
+// every other call already waiting, and runs them.
+func (b *batcher) work() {
+	batch := make([]*call, 0, b.max)
+	for {
+		select {
+		case c := <-b.calls:
+			batch = append(batch[:0], c)
+		case <-b.s.quit:
+			return
+		}
+	fill:
+		for len(batch) < b.max {
+			select {
+			case c := <-b.calls:
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		b.run(batch)
+	}
+}
+
+// run runs one batch, leaving out the calls whose caller gave up.
+func (b *batcher) run(batch []*call) {
+	live := batch[:0]
+	n := 0
+	for _, c := range batch {
+		if c.err = c.ctx.Err(); c.err != nil {
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+		n += 1 + len(c.args)
+	}
+	if len(live) == 0 {
+		return
+	}
+	args := make([]any, 0, n)
+	for _, c := range live {
+		args = append(args, len(c.args))
+		args = append(args, c.args...)
+	}
+	res, err := b.s.eval(context.Background(), b.script, args...)
+	replies, _ := res.([]any)
+	if err == nil && len(replies) != len(live) {
+		err = fmt.Errorf("batch of %d calls: unexpected reply %v", len(live), res)
+	}
+	for i, c := range live {
+		switch {
+		case err != nil:
+			c.err = err
+		case isCallError(replies[i]):
+			c.err = fmt.Errorf("script error: %v", replies[i].([]any)[1])
+		default:
+			c.res = replies[i]
+		}
+		close(c.done)
+	}
+}
+
+// isCallError reports whether a call's reply is {'ERR', text}: the call
+// failed, not the batch.
+func isCallError(reply any) bool {
+	r, ok := reply.([]any)
+	return ok && len(r) == 2 && r[0] == "ERR"
+}

@@ -1,0 +1,47 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/heraldmq/herald"
+)
+
+// Create stores m as QUEUED with its creation entry, unless its idempotency
+// key names a message already stored, and cancels the waiting messages it
+// coalesces, in one script (which may create other messages too: see
+// batcher).
+func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
+	msg := *m
+	msg.Status, msg.Lease = herald.StatusQueued, 0
+	if msg.UpdatedAt.IsZero() {
+		msg.UpdatedAt = msg.CreatedAt
+	}
+	args := make([]any, 0, 64)
+	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), msg.IdempotencyKey, msg.CoalesceKey, msg.CorrelationID,
+		ms(msg.CreatedAt), ms(msg.DueAt), ms(msg.ExpiresAt), msg.Priority, len(opt.CoalesceNotify))
+	for _, sub := range opt.CoalesceNotify {
+		args = append(args, sub)
+	}
+	args = hashFields(args, &msg)
+	res, err := s.creates.do(ctx, args)
+	if err != nil {
+		return nil, false, wrap(ctx, "create", err)
+	}
+	reply, _ := res.([]any)
+	switch {
+	case len(reply) == 1 && str(reply[0]) == "-1":
+		return nil, false, fmt.Errorf("redis create: message %s already exists", msg.ID)
+	case len(reply) == 1 && str(reply[0]) == "1":
+		msg.Timeline = []herald.TimelineEntry{{At: msg.CreatedAt, To: herald.StatusQueued, Attempt: msg.Attempt, Reason: "created"}}
+		return &msg, true, nil
+	case len(reply) == 2 && str(reply[0]) == "0":
+		prev, err := withTimeline(replyMap(reply[1]))
+		if err != nil {
+			return nil, false, wrap(ctx, "create", err)
+		}
+		return prev, false, nil
+	default:
+		return nil, false, fmt.Errorf("redis create: unexpected reply %v", res)
+	}
+}

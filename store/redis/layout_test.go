@@ -1,0 +1,178 @@
+package redis
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/redistest"
+)
+
+func TestOpenURL(t *testing.T) {
+	for _, u := range []string{
+		"redis://127.0.0.1:1/0?prefix={x}",
+		"redis://127.0.0.1:1/0?cluster=maybe",
+		"redis://127.0.0.1:1/0?no_such_option=1",
+		"http://127.0.0.1:1/0",
+		"redis://user:secret@127.0.0.1:1/x",
+	} {
+		s, err := Open(u)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded, want an error", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): error %q shows the password", u, err)
+		}
+	}
+	for _, u := range []string{"redis://127.0.0.1:1/0", "rediss://user:pw@127.0.0.1:1/2?prefix=p&dial_timeout=1s", "redis://127.0.0.1:1?cluster=true"} {
+		s, err := Open(u)
+		if err != nil {
+			t.Errorf("Open(%q): %v", u, err)
+			continue
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+}
+
+// TestTimelineCapped keeps the creation entry and the latest entries of a
+// long timeline.
+func TestTimelineCapped(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	if _, _, err := s.Create(ctx, message("m1"), herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := []herald.Status{herald.StatusQueued, herald.StatusSentToNS, herald.StatusToRetry}
+	const steps = 150
+	for i := range steps {
+		from, to := path[i%3], path[(i+1)%3]
+		err := s.Transition(ctx, herald.Transition{ID: "m1", From: from, To: to, At: t0.Add(time.Duration(i+1) * time.Second), Reason: "step"})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	m, err := s.Get(ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Timeline) != 100 {
+		t.Fatalf("timeline of %d entries, want 100", len(m.Timeline))
+	}
+	if first := m.Timeline[0]; first.To != herald.StatusQueued || first.From != "" || first.Reason != "created" {
+		t.Errorf("first entry %+v, want the creation", first)
+	}
+	if last := m.Timeline[99]; !last.At.Equal(t0.Add(steps*time.Second)) || last.To != path[steps%3] {
+		t.Errorf("last entry %+v, want the last step's", last)
+	}
+	if second := m.Timeline[1]; !second.At.Equal(t0.Add((steps - 98) * time.Second)) {
+		t.Errorf("second entry %+v, want the 99th last step's", second)
+	}
+}
+
+// TestClaimSkipsNotDue claims with a clock behind the one that queued a
+// message: it stays until its DueAt.
+func TestClaimSkipsNotDue(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	ahead := message("m1")
+	ahead.CreatedAt, ahead.UpdatedAt, ahead.DueAt = t0.Add(2*time.Minute), t0.Add(2*time.Minute), t0.Add(time.Minute)
+	due := message("m2")
+	due.Priority = -1
+	for _, m := range []*herald.Message{ahead, due} {
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(now time.Time) []string {
+		t.Helper()
+		got, err := s.Claim(ctx, herald.Claim{Now: now, Limit: 10, DefaultAccept: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range got {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	if got := claim(t0); len(got) != 1 || got[0] != "m2" {
+		t.Errorf("Claim at t0 = %v, want only m2", got)
+	}
+	if got := claim(t0.Add(59 * time.Second)); len(got) != 0 {
+		t.Errorf("Claim before m1's DueAt = %v, want nothing", got)
+	}
+	if got := claim(t0.Add(time.Minute)); len(got) != 1 || got[0] != "m1" {
+		t.Errorf("Claim at m1's DueAt = %v, want m1", got)
+	}
+}
+
+// TestSeparatorsInNames uses tenants and routes that hold the layout's
+// separator and escape character.
+func TestSeparatorsInNames(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	a, b := message("m1"), message("m2")
+	a.Tenant, a.Route, a.IdempotencyKey = "a|b", "c%7C", "k"
+	b.Tenant, b.Route, b.IdempotencyKey = "a", "b|c%7C", "k"
+	for _, m := range []*herald.Message{a, b} {
+		if _, created, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil || !created {
+			t.Fatalf("Create %s: created %v, %v; want a new message", m.ID, created, err)
+		}
+	}
+	counts, err := s.Counts(ctx)
+	if err != nil || len(counts) != 2 {
+		t.Fatalf("Counts = %+v, %v; want 2 groups", counts, err)
+	}
+	for _, c := range counts {
+		if !(c.Tenant == a.Tenant && c.Route == a.Route) && !(c.Tenant == b.Tenant && c.Route == b.Route) {
+			t.Errorf("Counts has %q/%q, want only %q/%q and %q/%q", c.Tenant, c.Route, a.Tenant, a.Route, b.Tenant, b.Route)
+		}
+	}
+	for _, m := range []*herald.Message{a, b} {
+		got, _, err := s.List(ctx, herald.Query{Tenant: m.Tenant, Route: m.Route, Status: herald.StatusQueued})
+		if err != nil || len(got) != 1 || got[0].ID != m.ID || got[0].Tenant != m.Tenant || got[0].Route != m.Route {
+			t.Errorf("List of %q/%q = %v, %v; want %s", m.Tenant, m.Route, got, err, m.ID)
+		}
+	}
+}
+
+func TestDuplicateID(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	if _, _, err := s.Create(ctx, message("m1"), herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := message("m1")
+	again.Text = "other"
+	if _, _, err := s.Create(ctx, again, herald.CreateOptions{}); err == nil || errors.Is(err, herald.ErrStoreUnavailable) {
+		t.Errorf("Create of a taken id: err %v, want an error", err)
+	}
+	if m, err := s.Get(ctx, "m1"); err != nil || m.Text != "hello" {
+		t.Errorf("Get = %v, %v; want the first message, unchanged", m, err)
+	}
+}
+
+// TestBrokenMessage breaks a message's hash: its transitions fail with an
+// error of their own, and the others' go on.
+func TestBrokenMessage(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	seed(t, s)
+	if err := s.client.HSet(ctx, s.key("m:m1"), "k", "garbage").Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Transition(ctx, herald.Transition{ID: "m1", From: herald.StatusQueued, To: herald.StatusCancelled, At: t0})
+	if err == nil || errors.Is(err, herald.ErrStoreUnavailable) || errors.Is(err, herald.ErrConflict) {
+		t.Errorf("Transition of a broken message: err %v, want an error of its own", err)
+	}
+	err = s.Transition(ctx, herald.Transition{ID: "m2", From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0})
+	if err != nil {
+		t.Errorf("Transition of a sound message: %v", err)
+	}
+}

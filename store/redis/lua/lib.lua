@@ -1,0 +1,267 @@
+-- lib.lua opens every script of the store: the key layout, and the helpers
+-- that keep a message's indexes in step with its fields.
+--
+-- KEYS[1] is the key prefix, "{name}:". Every key starts with it, so every
+-- key hashes to the slot of the name in braces: the store runs on Redis
+-- Cluster, within one slot.
+--
+-- Keys, after the prefix (T and R: a tenant and a route, escaped):
+--   m:<id>        hash: the message, fields below
+--   ready         zset: QUEUED and due; score -priority, so equal scores go by id
+--   delayed       zset: QUEUED, due later; score due_at
+--   retry         zset: TO_RETRY; score due_at
+--   inflight      zset: in-flight stages with a deadline; score deadline
+--   poll          zset: DELIVERED_TO_NS with a poll due; score due_at
+--   expiry        zset: active messages with an ExpiresAt; score expires_at
+--   done          zset: terminal messages; score updated_at
+--   failed        zset: DELIVERY_FAILED; score 0, so by id
+--   ten:<T>       zset: the ids of a tenant; score 0, so by id
+--   corr:<c>      zset: the ids of a correlation id; score 0
+--   grp:<T|R|S>   zset: the ids of a tenant, route and status; score created_at
+--   pairs         set: the T|R of every grp: key
+--   idem          hash: T|R|idempotency key -> id
+--   coal:<T|R|K>  set: the waiting ids of a coalesce key
+--   ext           hash: R|external id -> id of an active message
+--   lease         counter of the claims' leases
+--   ev:<id>       hash: an outbox event
+--   evdue         zset: live events; score due time
+--   evdead        zset: dead events; score event time
+--
+-- Message fields: s = status|attempt|lease|seq|updated|due|deadline|expires
+-- (what transitions change; seq counts them), k = created|priority|T|R (what
+-- they read), t (the timeline after the creation entry, which is derived:
+-- the latest TIMELINE entries, each at|from|to|attempt|n|reason with n the
+-- length of reason), x (external id), e (last error), coal, corr and idem
+-- (keys), b (the rest, encoded by codec.go). Escaping turns | into %7C and %
+-- into %25. Times are unix milliseconds, 0 for none.
+
+local P = KEYS[1]
+
+-- TIMELINE is how many entries field t keeps, the latest.
+local TIMELINE = 99
+
+local function num(v)
+	return tonumber(v) or 0
+end
+
+local function active(st)
+	return st == 'QUEUED' or st == 'TO_RETRY' or st == 'SENT_TO_NS' or st == 'DELIVERED_TO_NS' or st == 'SENT_TO_DEVICE'
+end
+
+local function inflight(st)
+	return st == 'SENT_TO_NS' or st == 'DELIVERED_TO_NS' or st == 'SENT_TO_DEVICE'
+end
+
+-- state returns message id, of fields s and k and of x, coal, t, corr and
+-- idem (false or nil when absent), as a table.
+local function state(id, s, k, x, coal, t, corr, idem)
+	local st, attempt, lease, seq, updated, due, deadline, expires =
+		string.match(s, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	local created, prio, tenant, route = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	return {
+		id = id, st = st, attempt = attempt, lease = lease, seq = seq, updated = updated, due = due,
+		deadline = deadline, expires = expires, created = created, prio = prio, tenant = tenant, route = route,
+		ext = x or '', coal = coal or '', timeline = t or '', corr = corr or '', idem = idem or '',
+	}
+end
+
+-- packed returns the field s of m.
+local function packed(m)
+	return m.st .. '|' .. m.attempt .. '|' .. m.lease .. '|' .. m.seq .. '|' .. m.updated .. '|' .. m.due .. '|' ..
+		m.deadline .. '|' .. m.expires
+end
+
+local function pair(m)
+	return m.tenant .. '|' .. m.route
+end
+
+local function coalkey(m)
+	if m.coal ~= '' and (m.st == 'QUEUED' or m.st == 'TO_RETRY') then
+		return P .. 'coal:' .. pair(m) .. '|' .. m.coal
+	end
+end
+
+local function extfield(m)
+	if m.ext ~= '' and active(m.st) then
+		return m.route .. '|' .. m.ext
+	end
+end
+
+-- load returns message id as a table, with its keys too when keys is
+-- true, or nil when there is no such message.
+local function load(id, keys)
+	local v
+	if keys then
+		v = redis.call('HMGET', P .. 'm:' .. id, 's', 'k', 'x', 'coal', 't', 'corr', 'idem')
+	else
+		v = redis.call('HMGET', P .. 'm:' .. id, 's', 'k', 'x', 'coal', 't')
+	end
+	if not v[1] then
+		return nil
+	end
+	return state(id, v[1], v[2], v[3], v[4], v[5], v[6], v[7])
+end
+
+-- zsets returns the sorted sets that hold m, key -> score: its group's and
+-- its status's. A QUEUED message is in ready when due at now, in delayed
+-- otherwise; with now nil (its place unknown) both are listed, score false.
+local function zsets(m, now)
+	local st = m.st
+	local z = { [P .. 'grp:' .. m.tenant .. '|' .. m.route .. '|' .. st] = tonumber(m.created) }
+	if st == 'QUEUED' then
+		if now == nil then
+			z[P .. 'ready'], z[P .. 'delayed'] = false, false
+		elseif num(m.due) > now then
+			z[P .. 'delayed'] = num(m.due)
+		else
+			z[P .. 'ready'] = -num(m.prio)
+		end
+	elseif st == 'TO_RETRY' then
+		z[P .. 'retry'] = num(m.due)
+	elseif inflight(st) then
+		if num(m.deadline) > 0 then
+			z[P .. 'inflight'] = num(m.deadline)
+		end
+		if st == 'DELIVERED_TO_NS' and num(m.due) > 0 then
+			z[P .. 'poll'] = num(m.due)
+		end
+	else
+		z[P .. 'done'] = num(m.updated)
+		if st == 'DELIVERY_FAILED' then
+			z[P .. 'failed'] = 0
+		end
+	end
+	if num(m.expires) > 0 and active(st) then
+		z[P .. 'expiry'] = num(m.expires)
+	end
+	return z
+end
+
+-- reindex moves message id between the indexes that depend on its state:
+-- from sorted sets bz, coalesce set bc and external id field bx to those
+-- of m (none when m is nil: it is deleted). now tells where a QUEUED m goes.
+local function reindex(id, bz, bc, bx, m, now)
+	local az, ac, ax = {}, nil, nil
+	if m then
+		az, ac, ax = zsets(m, now), coalkey(m), extfield(m)
+	end
+	for k in pairs(bz) do
+		if az[k] == nil then
+			redis.call('ZREM', k, id)
+		end
+	end
+	for k, score in pairs(az) do
+		if bz[k] ~= score then
+			redis.call('ZADD', k, score, id)
+		end
+	end
+	if bc ~= ac then
+		if bc then
+			redis.call('SREM', bc, id)
+		end
+		if ac then
+			redis.call('SADD', ac, id)
+		end
+	end
+	if bx ~= ax then
+		if bx and redis.call('HGET', P .. 'ext', bx) == id then
+			redis.call('HDEL', P .. 'ext', bx)
+		end
+		if ax then
+			redis.call('HSET', P .. 'ext', ax, id)
+		end
+	end
+end
+
+-- record appends an entry to m.timeline, which holds m.seq - 1 entries,
+-- and drops the first when there are too many.
+local function record(m, at, from, to, reason)
+	local t = m.timeline
+	if tonumber(m.seq) > TIMELINE then
+		local _, e, n = string.find(t, '^[^|]*|[^|]*|[^|]*|[^|]*|(%d+)|')
+		t = string.sub(t, e + n + 1)
+	end
+	m.timeline = t .. at .. '|' .. from .. '|' .. to .. '|' .. m.attempt .. '|' .. #reason .. '|' .. reason
+end
+
+-- move applies a transition to message m (from load): to, at, reason, due
+-- and deadline (0 clears them), expires, ext and err (kept when 0 or
+-- empty), reset (attempts to 0) and subs, the subscribers to notify. When
+-- to is m's status, it only updates the fields.
+local function move(m, to, at, reason, due, deadline, expires, ext, err, reset, subs)
+	local id, from = m.id, m.st
+	local bz, bc, bx = zsets(m), coalkey(m), extfield(m)
+	m.due, m.deadline = due, deadline
+	if num(expires) ~= 0 then
+		m.expires = expires
+	end
+	if reset then
+		m.attempt = 0
+	end
+	local moved = to ~= from
+	if moved then
+		m.st, m.updated, m.seq = to, at, m.seq + 1
+		if not inflight(to) then
+			m.lease = 0
+		end
+		record(m, at, from, to, reason)
+	end
+	local key = P .. 'm:' .. id
+	if ext == '' and err == '' then
+		redis.call('HSET', key, 's', packed(m), 't', m.timeline)
+	else
+		local h = { 's', packed(m), 't', m.timeline }
+		if ext ~= '' then
+			m.ext = ext
+			h[5], h[6] = 'x', ext
+		end
+		if err ~= '' then
+			h[#h + 1], h[#h + 2] = 'e', err
+		end
+		redis.call('HSET', key, unpack(h))
+	end
+	reindex(id, bz, bc, bx, m, num(at))
+	if moved then
+		for _, sub in ipairs(subs) do
+			local eid = id .. '.' .. m.seq .. '.' .. sub
+			redis.call('HSET', P .. 'ev:' .. eid, 'sub', sub, 'msg', id, 'type', to, 'at', at, 'attempt', 0)
+			redis.call('ZADD', P .. 'evdue', at, eid)
+		end
+	end
+end
+
+-- delete removes message m (from load with keys) and its index entries.
+local function delete(m)
+	local id = m.id
+	reindex(id, zsets(m), coalkey(m), extfield(m), nil)
+	redis.call('DEL', P .. 'm:' .. id)
+	redis.call('ZREM', P .. 'ten:' .. m.tenant, id)
+	if m.corr ~= '' then
+		redis.call('ZREM', P .. 'corr:' .. m.corr, id)
+	end
+	if m.idem ~= '' then
+		local f = pair(m) .. '|' .. m.idem
+		if redis.call('HGET', P .. 'idem', f) == id then
+			redis.call('HDEL', P .. 'idem', f)
+		end
+	end
+end
+
+-- batch runs op(o, n) for each of the calls in ARGV, which holds for each
+-- the number n of its arguments and then them, from ARGV[o]. It returns the
+-- replies of op in order; a call that fails gets the error's text, as
+-- {'ERR', text}, and the others go on (a failed call's writes before its
+-- error stay, as with any script).
+local function batch(op)
+	local out, i = {}, 1
+	while i <= #ARGV do
+		local n = tonumber(ARGV[i])
+		local ok, res = pcall(op, i + 1, n)
+		if not ok then
+			res = { 'ERR', type(res) == 'table' and res.err or tostring(res) }
+		end
+		out[#out + 1] = res
+		i = i + 1 + n
+	end
+	return out
+end

@@ -1,0 +1,123 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/redistest"
+	"github.com/heraldmq/herald/store/storetest"
+)
+
+// TestMain silences go-redis, which logs every failed dial of the outage
+// tests.
+func TestMain(m *testing.M) {
+	goredis.SetLogger(&logging.VoidLogger{})
+	m.Run()
+}
+
+// prefixes numbers the key prefixes of the tests' stores: each store of a
+// server has keys of its own.
+var prefixes atomic.Int64
+
+// open returns a Store on srv with a prefix of its own and the extra URL
+// query options opts ("&name=value..."). The test closes it.
+func open(tb testing.TB, srv *redistest.Server, opts string) *Store {
+	tb.Helper()
+	s, err := Open(fmt.Sprintf("%s?prefix=t%d%s", srv.URL(), prefixes.Add(1), opts))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	storetest.Exercise(t, func(t *testing.T) herald.Store { return open(t, srv, "") })
+}
+
+func BenchmarkRedis(b *testing.B) {
+	srv := redistest.Start(b)
+	storetest.Benchmark(b, func(b *testing.B) herald.Store { return open(b, srv, "") })
+}
+
+// t0 is the tests' epoch.
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// message returns a message of route r1 with id, ready for Create.
+func message(id string) *herald.Message {
+	return &herald.Message{
+		ID: id, Tenant: "acme", Route: "r1", Target: "device-1", Text: "hello", MaxAttempts: 5,
+		CreatedAt: t0, UpdatedAt: t0, DueAt: t0,
+	}
+}
+
+// TestLateCompletionRefused plays a claim whose lease ran out: the reaper
+// retries the message, another claim takes it, and the first claimant's
+// late answer must change nothing.
+func TestLateCompletionRefused(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	if _, _, err := s.Create(ctx, message("m1"), herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(now time.Time) *herald.Message {
+		t.Helper()
+		got, err := s.Claim(ctx, herald.Claim{Now: now, Limit: 1, DefaultAccept: 20 * time.Second})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Claim = %v, %v; want the message", got, err)
+		}
+		return got[0]
+	}
+	first := claim(t0)
+
+	// The reaper, past the deadline: it retries the message under the lease
+	// it read, and the retry is released.
+	now := t0.Add(time.Minute)
+	overdue, err := s.Overdue(ctx, now, 10)
+	if err != nil || len(overdue) != 1 {
+		t.Fatalf("Overdue = %v, %v; want the message", overdue, err)
+	}
+	err = s.Transition(ctx, herald.Transition{ID: "m1", From: herald.StatusSentToNS, To: herald.StatusToRetry,
+		Lease: overdue[0].Lease, At: now, DueAt: now, Reason: "accept timeout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Release(ctx, now, 10); err != nil || n != 1 {
+		t.Fatalf("Release = %d, %v; want 1", n, err)
+	}
+	second := claim(now)
+	if second.Lease == first.Lease || second.Attempt != 2 {
+		t.Fatalf("second claim: lease %d attempt %d, want a lease other than %d and attempt 2", second.Lease, second.Attempt, first.Lease)
+	}
+
+	late := herald.Transition{ID: "m1", From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful,
+		Lease: first.Lease, At: now.Add(time.Second), Reason: "accepted", Notify: []string{"hook"}}
+	if err := s.Transition(ctx, late); !errors.Is(err, herald.ErrConflict) {
+		t.Fatalf("late completion under the old lease: err %v, want ErrConflict", err)
+	}
+	got, err := s.Get(ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != herald.StatusSentToNS || got.Lease != second.Lease || got.Timeline[len(got.Timeline)-1].To != herald.StatusSentToNS {
+		t.Errorf("after the late completion: status %s lease %d timeline %+v; want SENT_TO_NS under lease %d, unchanged",
+			got.Status, got.Lease, got.Timeline, second.Lease)
+	}
+	if evs, err := s.ClaimEvents(ctx, now.Add(time.Hour), 10, now.Add(2*time.Hour)); err != nil || len(evs) != 0 {
+		t.Errorf("ClaimEvents = %v, %v; want no event from the refused completion", evs, err)
+	}
+
+	current := late
+	current.Lease = second.Lease
+	if err := s.Transition(ctx, current); err != nil {
+		t.Errorf("completion under the current lease: %v", err)
+	}
+}

@@ -1,0 +1,45 @@
+package redis
+
+import (
+	"context"
+	"embed"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// The store's scripts, each lua/lib.lua followed by the file of its name.
+// They run with EVALSHA, and with EVAL when the server has not seen them
+// yet (a new or restarted server).
+var (
+	createScript      = script("create")
+	claimScript       = script("claim")
+	transitionScript  = script("transition")
+	releaseScript     = script("release")
+	overdueScript     = script("overdue")
+	countsScript      = script("counts")
+	pruneScript       = script("prune")
+	purgeScript       = script("purge")
+	claimEventsScript = script("claim_events")
+	settleEventScript = script("settle_event")
+)
+
+// script returns lib.lua and lua/<name>.lua as one script.
+func script(name string) *goredis.Script {
+	lib, err := luaFiles.ReadFile("lua/lib.lua")
+	if err != nil {
+		panic(err)
+	}
+	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return goredis.NewScript(string(lib) + "\n" + string(body))
+}
+
+// eval runs sc with the store's keys and args.
+func (s *Store) eval(ctx context.Context, sc *goredis.Script, args ...any) (any, error) {
+	return sc.Run(ctx, s.client, s.keys, args...).Result()
+}
