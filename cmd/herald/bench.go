@@ -1,18 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/bench"
+	"github.com/heraldmq/herald/config"
 )
 
 func benchCommand() *cobra.Command {
@@ -64,7 +68,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure; sqlite: alone uses a fresh temporary database")
+	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure: sqlite: alone uses a fresh temporary database; redis://HOST:PORT/DB uses keys of its own, deleted afterwards")
 	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "comma-separated workloads to run")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (implies --in-process)")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
@@ -90,6 +94,45 @@ func runWorkload(cmd *cobra.Command, w bench.Workload, storeURL string) (bench.R
 	if storeURL == "sqlite:" {
 		storeURL = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	peer := "herald-" + strings.SplitN(storeURL, ":", 2)[0]
-	return bench.Run(cmd.Context(), w, peer, func() (herald.Store, error) { return openStore(storeURL) })
+	spec, err := config.ParseStore(storeURL)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	if spec.Kind == config.StoreRedis {
+		// A key prefix of its own, deleted afterwards, leaves the database as it was.
+		prefix := fmt.Sprintf("herald-bench-%d-%s", os.Getpid(), w.Name)
+		storeURL = withQuery(storeURL, "prefix", prefix)
+		defer dropRedisPrefix(cmd.Context(), spec.Location, prefix)
+	}
+	return bench.Run(cmd.Context(), w, "herald-"+spec.Kind, func() (herald.Store, error) { return openStore(storeURL) })
+}
+
+// withQuery adds key=value to a URL's query.
+func withQuery(rawURL, key, value string) string {
+	sep := "?"
+	if strings.Contains(rawURL, "?") {
+		sep = "&"
+	}
+	return rawURL + sep + url.QueryEscape(key) + "=" + url.QueryEscape(value)
+}
+
+// dropRedisPrefix deletes the keys a benchmark wrote under prefix.
+func dropRedisPrefix(ctx context.Context, redisURL, prefix string) {
+	opt, err := goredis.ParseURL(redisURL)
+	if err != nil {
+		return
+	}
+	client := goredis.NewClient(opt)
+	defer client.Close()
+	iter := client.Scan(ctx, 0, "{"+prefix+"}:*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 1000 {
+			client.Del(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		client.Del(ctx, batch...)
+	}
 }

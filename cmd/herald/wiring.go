@@ -5,6 +5,7 @@ import (
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/config"
+	"github.com/heraldmq/herald/store/redis"
 	"github.com/heraldmq/herald/store/sqlite"
 )
 
@@ -17,7 +18,9 @@ func openStore(setting string) (herald.Store, error) {
 	switch spec.Kind {
 	case config.StoreSQLite:
 		return sqlite.Open(spec.Location)
+	case config.StoreRedis:
+		return redis.Open(spec.Location)
 	default:
-		return nil, fmt.Errorf("store %q: this build supports sqlite:PATH only", setting)
+		return nil, fmt.Errorf("store %q: unknown kind %q", setting, spec.Kind)
 	}
 }
