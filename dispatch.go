@@ -64,17 +64,21 @@ func backoff(n int) time.Duration {
 func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
-	free := cap(e.slots) - len(e.slots)
-	if free == 0 {
-		return 0, nil
+	started := e.startPrefetched()
+	if len(e.prefetched) >= min(cap(e.slots), e.cfg.ClaimBatch/2) {
+		return started, nil // enough claimed to fill the slots that free up next
 	}
-	if len(e.prefetched) < free {
-		if err := e.claim(ctx); err != nil {
-			return 0, err
-		}
+	if err := e.claim(ctx); err != nil {
+		return started, err
 	}
+	return started + e.startPrefetched(), nil
+}
+
+// startPrefetched starts sends from the prefetched buffer while send slots
+// are free, and returns how many it started.
+func (e *Engine) startPrefetched() int {
 	started := 0
-	for started < free && len(e.prefetched) > 0 {
+	for len(e.slots) < cap(e.slots) && len(e.prefetched) > 0 {
 		m := e.prefetched[0]
 		e.prefetched = e.prefetched[1:]
 		if e.stale(m) {
@@ -83,7 +87,7 @@ func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
 		e.startSend(m)
 		started++
 	}
-	return started, nil
+	return started
 }
 
 // claim tops the prefetched buffer up to ClaimBatch messages.
