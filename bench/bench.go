@@ -5,8 +5,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -29,6 +27,7 @@ type Result struct {
 	RSSMB     float64 `json:"rss_mb"`
 	IdealPct  float64 `json:"ideal_pct,omitempty"` // W4: share of the ideal throughput
 	Producers int     `json:"producers,omitempty"`
+	Nodes     int     `json:"nodes,omitempty"` // herald processes sharing the store (RunNodes)
 }
 
 // Workload is one of the standard workloads.
@@ -69,24 +68,12 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	defer store.Close()
 	carrier := newCarrier(w.Latency, w.FailFirst)
 	done := &doneCounter{target: int64(w.N), reached: make(chan struct{})}
-	policy, _ := herald.ProfilePolicy(herald.ProfileChannel)
-	policy.Retry = herald.RetryPolicy{Kind: herald.RetryConstant, Base: 0}
-	policy.MaxAttempts = 3
-	eng, err := herald.New(herald.Config{
-		Store:       store,
-		Routes:      []herald.Route{{Name: "bench", Carrier: carrier, Policy: policy}},
-		Concurrency: max(w.Concurrency, 1),
-		Observer:    done,
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	eng, err := newEngine(store, carrier, w.Concurrency, done)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Peer: peer, Workload: w.Name, N: w.N, Producers: w.Producers}
-	payload := make([]byte, 256)
-	for i := range payload {
-		payload[i] = byte(i)
-	}
+	payload := payload256()
 	var elapsed time.Duration
 	if w.Producers > 0 {
 		start := time.Now()

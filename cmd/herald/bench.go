@@ -22,6 +22,7 @@ import (
 func benchCommand() *cobra.Command {
 	var storeURL, workloads, cpuProfile string
 	var inProcess bool
+	var nodes int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run the W1–W5 workloads and print one JSON line each",
@@ -52,6 +53,15 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 				if !ok {
 					return fmt.Errorf("unknown workload %q (want W1..W5)", name)
 				}
+				if nodes > 0 {
+					res, err := runNodes(cmd, w, storeURL, nodes)
+					if err != nil {
+						return fmt.Errorf("%s on %d nodes: %w", w.Name, nodes, err)
+					}
+					line, _ := json.Marshal(res)
+					fmt.Fprintln(cmd.OutOrStdout(), string(line))
+					continue
+				}
 				if !inProcess && len(names) > 1 {
 					if err := runBenchChild(cmd, w.Name, storeURL); err != nil {
 						return err
@@ -70,6 +80,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 	}
 	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure: sqlite: alone uses a fresh temporary database; redis://HOST:PORT/DB uses keys of its own, deleted afterwards")
 	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "comma-separated workloads to run")
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "W3–W5 only: spread the dispatch over this many herald processes sharing the store (a redis:// store)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (implies --in-process)")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
 	return cmd
@@ -135,4 +146,57 @@ func dropRedisPrefix(ctx context.Context, redisURL, prefix string) {
 	if len(batch) > 0 {
 		client.Del(ctx, batch...)
 	}
+}
+
+// runNodes runs a dispatch workload over several child processes on one
+// Redis, under a key prefix of its own.
+func runNodes(cmd *cobra.Command, w bench.Workload, storeURL string, nodes int) (bench.Result, error) {
+	spec, err := config.ParseStore(storeURL)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	if spec.Kind != config.StoreRedis {
+		return bench.Result{}, fmt.Errorf("--nodes needs a store that processes can share: redis://")
+	}
+	if w.Producers > 0 {
+		return bench.Result{}, fmt.Errorf("--nodes applies to the dispatch workloads W3–W5")
+	}
+	prefix := fmt.Sprintf("herald-bench-%d-%s-nodes", os.Getpid(), w.Name)
+	storeURL = withQuery(storeURL, "prefix", prefix)
+	defer dropRedisPrefix(cmd.Context(), spec.Location, prefix)
+	self, err := os.Executable()
+	if err != nil {
+		return bench.Result{}, err
+	}
+	return bench.RunNodes(cmd.Context(), w, "herald-redis", nodes,
+		func() (herald.Store, error) { return openStore(storeURL) },
+		func() *exec.Cmd {
+			c := exec.CommandContext(cmd.Context(), self, "bench-node", "--store", storeURL, "--concurrency", fmt.Sprint(w.Concurrency))
+			c.Stderr = cmd.ErrOrStderr()
+			return c
+		})
+}
+
+// benchNodeCommand is one node of `herald bench --nodes`: it dispatches from
+// the shared store until its standard input closes.
+func benchNodeCommand() *cobra.Command {
+	var storeURL string
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:    "bench-node",
+		Short:  "One node of herald bench --nodes (internal)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := openStore(storeURL)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			return bench.ServeNode(cmd.Context(), store, concurrency, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&storeURL, "store", "", "shared store")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 10, "dispatch concurrency")
+	return cmd
 }

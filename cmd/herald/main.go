@@ -23,7 +23,7 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), demoCommand(), simCommand(), benchCommand())
+	root.AddCommand(serveCommand(), demoCommand(), simCommand(), benchCommand(), benchNodeCommand())
 	root.AddCommand(clientCommands()...)
 	return root
 }

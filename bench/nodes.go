@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// RunNodes runs a dispatch workload (W3–W5) with its dispatch spread over
+// nodes processes sharing one store: it preloads the messages, starts the
+// nodes with startNode (each runs ServeNode), times them until every message
+// is delivered, and counts duplicates from what the nodes report. Its
+// rss_mb is the largest node's peak.
+func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore func() (herald.Store, error), startNode func() *exec.Cmd) (Result, error) {
+	res := Result{Peer: peer, Workload: w.Name, N: w.N, Nodes: nodes}
+	store, err := newStore()
+	if err != nil {
+		return res, err
+	}
+	defer store.Close()
+	eng, err := newEngine(store, newCarrier(0, false), 1, nil)
+	if err != nil {
+		return res, err
+	}
+	if err := produce(ctx, eng, Workload{N: w.N, Producers: 8}, payload256()); err != nil {
+		return res, err
+	}
+
+	type node struct {
+		cmd *exec.Cmd
+		in  io.WriteCloser
+		out *bufio.Scanner
+	}
+	var started []node
+	defer func() {
+		for _, n := range started {
+			_ = n.cmd.Process.Kill()
+			_ = n.cmd.Wait()
+		}
+	}()
+	for range nodes {
+		cmd := startNode()
+		in, _ := cmd.StdinPipe()
+		outPipe, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			return res, err
+		}
+		n := node{cmd: cmd, in: in, out: bufio.NewScanner(outPipe)}
+		started = append(started, n)
+		if !n.out.Scan() || n.out.Text() != "ready" {
+			return res, fmt.Errorf("node did not start: %q", n.out.Text())
+		}
+	}
+	start := time.Now()
+	for _, n := range started {
+		fmt.Fprintln(n.in, "go")
+	}
+	for {
+		lost, err := countNotDelivered(ctx, store, w.N)
+		if err != nil {
+			return res, err
+		}
+		if lost == 0 {
+			break
+		}
+		if !sleepCtx(ctx, 10*time.Millisecond) {
+			return res, ctx.Err()
+		}
+	}
+	elapsed := time.Since(start)
+	sends := 0
+	for _, n := range started {
+		n.in.Close() // stop
+		var report struct {
+			Sends int
+			RSSMB float64 `json:"rss_mb"`
+		}
+		if n.out.Scan() {
+			_ = json.Unmarshal(n.out.Bytes(), &report)
+		}
+		sends += report.Sends
+		res.RSSMB = max(res.RSSMB, report.RSSMB)
+	}
+	res.Dup = max(sends-w.N, 0)
+	res.Seconds = round(elapsed.Seconds(), 3)
+	res.MsgsPerS = round(float64(w.N)/elapsed.Seconds(), 0)
+	return res, nil
+}
+
+// ServeNode is one node of RunNodes: it prints "ready", starts dispatching
+// from store with the in-process carrier when a line arrives on in, stops
+// when in closes, and prints {"sends":N,"rss_mb":peak}.
+func ServeNode(ctx context.Context, store herald.Store, concurrency int, in io.Reader, out io.Writer) error {
+	carrier := newCarrier(0, false)
+	eng, err := newEngine(store, carrier, concurrency, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "ready")
+	sc := bufio.NewScanner(in)
+	if !sc.Scan() {
+		return nil
+	}
+	if err := eng.Start(ctx); err != nil {
+		return err
+	}
+	for sc.Scan() {
+	}
+	if err := eng.Stop(ctx); err != nil {
+		return err
+	}
+	carrier.mu.Lock()
+	sends := 0
+	for _, n := range carrier.sends {
+		sends += n
+	}
+	carrier.mu.Unlock()
+	return json.NewEncoder(out).Encode(map[string]any{"sends": sends, "rss_mb": round(peakRSSMB(), 1)})
+}
+
+// newEngine makes the workloads' engine: one route "bench" on carrier, retry
+// at once, three attempts.
+func newEngine(store herald.Store, carrier herald.Carrier, concurrency int, obs herald.Observer) (*herald.Engine, error) {
+	policy, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	policy.Retry = herald.RetryPolicy{Kind: herald.RetryConstant, Base: 0}
+	policy.MaxAttempts = 3
+	return herald.New(herald.Config{
+		Store:       store,
+		Routes:      []herald.Route{{Name: "bench", Carrier: carrier, Policy: policy}},
+		Concurrency: max(concurrency, 1),
+		Observer:    obs,
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+}
+
+func payload256() []byte {
+	p := make([]byte, 256)
+	for i := range p {
+		p[i] = byte(i)
+	}
+	return p
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
