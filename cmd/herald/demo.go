@@ -98,12 +98,12 @@ routes:
 				watched[view.ID] = 0
 			}
 		case <-pollTick.C:
-			done, err := printTransitions(out, client, ids, watched)
+			ended, err := printTransitions(out, client, ids, watched)
 			if err != nil {
 				return err
 			}
-			if done == count {
-				return finishDemo(ctx, out, client, sink, exit)
+			if len(ids) == count && ended["DELIVERY_SUCCESSFUL"]+ended["DELIVERY_FAILED"]+ended["CANCELLED"] == count {
+				return finishDemo(ctx, out, client, sink, ended, exit)
 			}
 		}
 	}
@@ -123,13 +123,13 @@ type demoView struct {
 }
 
 // printTransitions prints the new timeline entries of every message and
-// returns how many messages have ended.
-func printTransitions(out io.Writer, client *apiClient, ids []string, printed map[string]int) (int, error) {
-	done := 0
+// returns the messages' statuses, counted.
+func printTransitions(out io.Writer, client *apiClient, ids []string, printed map[string]int) (map[string]int, error) {
+	statuses := map[string]int{}
 	for i, id := range ids {
 		var v demoView
 		if err := client.getJSON(http.MethodGet, "/v1/messages/"+id, nil, &v); err != nil {
-			return 0, err
+			return nil, err
 		}
 		for _, e := range v.Timeline[printed[id]:] {
 			from := e.From
@@ -143,23 +143,15 @@ func printTransitions(out io.Writer, client *apiClient, ids []string, printed ma
 			fmt.Fprintln(out, line)
 		}
 		printed[id] = len(v.Timeline)
-		if v.Status == "DELIVERY_SUCCESSFUL" || v.Status == "DELIVERY_FAILED" || v.Status == "CANCELLED" {
-			done++
-		}
+		statuses[v.Status]++
 	}
-	return done, nil
+	return statuses, nil
 }
 
-func finishDemo(ctx context.Context, out io.Writer, client *apiClient, sink *webhooksink.Sink, exit bool) error {
-	var stats struct {
-		ByStatus map[string]int `json:"by_status"`
-	}
-	if err := client.getJSON(http.MethodGet, "/v1/stats", nil, &stats); err != nil {
-		return err
-	}
+func finishDemo(ctx context.Context, out io.Writer, client *apiClient, sink *webhooksink.Sink, ended map[string]int, exit bool) error {
 	s := sink.Stats()
 	fmt.Fprintf(out, "\nall messages ended: %d DELIVERY_SUCCESSFUL, %d DELIVERY_FAILED (dead letters); the sink answered %d requests\n",
-		stats.ByStatus["DELIVERY_SUCCESSFUL"], stats.ByStatus["DELIVERY_FAILED"], s.Requests)
+		ended["DELIVERY_SUCCESSFUL"], ended["DELIVERY_FAILED"], s.Requests)
 	if exit {
 		return nil
 	}

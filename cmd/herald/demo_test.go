@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemoShowsMessagesFlowing runs the demo to its end and checks that it
+// printed the transitions of every message and a summary.
+func TestDemoShowsMessagesFlowing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	store := "sqlite:" + filepath.Join(t.TempDir(), "demo.db")
+	if err := runDemo(ctx, &out, freeAddr(t), store, 5, 0.3, true); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"(new)           -> QUEUED", "SENT_TO_NS", "all messages ended: "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, "-> QUEUED              attempt 0  (created)"); n != 5 {
+		t.Errorf("demo showed %d messages created, want 5:\n%s", n, text)
+	}
+}
