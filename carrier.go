@@ -1,9 +1,6 @@
 package herald
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Path is the sequence of stages a carrier takes a message through.
 type Path int
@@ -82,16 +79,4 @@ type Route struct {
 	// PermanentErrors are the patterns whose errors fail at once. Nil means
 	// DefaultPermanentPatterns.
 	PermanentErrors []string
-}
-
-// timeoutFor returns the deadline length of an in-flight stage.
-func (p Policy) timeoutFor(s Status) time.Duration {
-	switch s {
-	case StatusSentToNS:
-		return p.Timeouts.Accept
-	case StatusDeliveredToNS:
-		return p.Timeouts.Carrier
-	default:
-		return p.Timeouts.Device
-	}
 }

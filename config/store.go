@@ -33,7 +33,7 @@ func ParseStore(s string) (StoreSpec, error) {
 	case strings.HasPrefix(s, "redis:"), strings.HasPrefix(s, "rediss:"):
 		return StoreSpec{Kind: StoreRedis, Location: s}, nil
 	}
-	return StoreSpec{}, fmt.Errorf("store %q: want sqlite:PATH, redis://HOST:PORT/DB or rediss://...", s)
+	return StoreSpec{}, fmt.Errorf("store %q: want sqlite:PATH, redis://HOST:PORT/DB or rediss://HOST:PORT/DB", s)
 }
 
 // StoreSpec parses f.Store.
