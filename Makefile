@@ -16,10 +16,11 @@ run:
 test:
 	go test -race -count=1 ./...
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet and staticcheck
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
 	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@latest ./...
 
 ## bench: the W1–W5 workloads on SQLite, then the store benchmarks
 bench:

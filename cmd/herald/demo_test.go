@@ -29,3 +29,14 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		t.Errorf("demo showed %d messages created, want 5:\n%s", n, text)
 	}
 }
+
+func TestServeRefusesFlowControlItDoesNotEnforce(t *testing.T) {
+	f, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Routes[0].Ordered = true
+	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), "ordered: not supported") {
+		t.Fatalf("buildRoutes with ordered: %v, want a clear refusal", err)
+	}
+}

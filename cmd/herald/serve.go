@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -166,6 +167,9 @@ func (s *server) shutdown() error {
 func buildRoutes(f *config.File) ([]herald.Route, error) {
 	var routes []herald.Route
 	for _, rc := range f.Routes {
+		if err := unsupportedFlowControl(rc); err != nil {
+			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
+		}
 		policy, err := rc.Policy()
 		if err != nil {
 			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
@@ -189,6 +193,28 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 		routes = append(routes, herald.Route{Name: rc.Name, Carrier: c, Policy: policy, Lane: rc.Lane, PermanentErrors: rc.PermanentErrors})
 	}
 	return routes, nil
+}
+
+// unsupportedFlowControl refuses the flow-control keys that this build
+// parses but does not enforce yet, rather than ignoring them.
+func unsupportedFlowControl(rc config.Route) error {
+	var keys []string
+	if rc.Admission != nil {
+		keys = append(keys, "admission")
+	}
+	if !rc.TenantRate.IsZero() {
+		keys = append(keys, "tenant_rate")
+	}
+	if rc.Ordered {
+		keys = append(keys, "ordered")
+	}
+	if rc.DedupTTL != 0 {
+		keys = append(keys, "dedup_ttl")
+	}
+	if len(keys) > 0 {
+		return fmt.Errorf("%s: not supported by this build yet; remove to run", strings.Join(keys, ", "))
+	}
+	return nil
 }
 
 // buildSubscribers makes the outcome subscribers from the config.
