@@ -15,10 +15,17 @@ const (
 	pipelineDepth = 2
 )
 
+// maxGroup bounds how many transitions one statement applies (see
+// applyTransitions).
+const maxGroup = 64
+
 // request is one write waiting for the writer.
 type request struct {
-	ctx  context.Context
-	run  func(tx *wtx) error
+	ctx context.Context
+	run func(tx *wtx) error
+	// tr, when set, is the transition that run applies: the writer may
+	// apply it with the other transitions waiting beside it instead.
+	tr   *herald.Transition
 	err  error
 	done chan struct{} // closed once err is final
 }
@@ -28,17 +35,22 @@ type request struct {
 // maxBatch) and a permit says the syncer can take the batch. The requests
 // that arrive while the syncer is busy thus share the next commit and its
 // fsync.
+//
+// Transitions that arrive one after another are gathered into a group,
+// applied together (applyTransitions) when another kind of request comes,
+// when the group is full or when no request is waiting: the batch still
+// applies its requests as if one after another, in order of arrival.
 func (w *writer) loop() {
 	defer close(w.sync)
-	var batch []*request // applied in the open transaction
+	var (
+		batch []*request // applied in the open transaction
+		group []*request // transitions received, not yet applied
+	)
 	reqs := w.reqs
-	for reqs != nil || len(batch) > 0 {
-		in, permits := reqs, w.permits
-		if len(batch) >= maxBatch {
+	for reqs != nil || len(batch) > 0 || len(group) > 0 {
+		in := reqs
+		if len(batch)+len(group) >= maxBatch {
 			in = nil
-		}
-		if len(batch) == 0 {
-			permits = nil
 		}
 		var (
 			r  *request
@@ -47,6 +59,15 @@ func (w *writer) loop() {
 		select { // a request already waiting goes first
 		case r, ok = <-in:
 		default:
+			if len(group) > 0 {
+				batch = w.applyTransitions(batch, group)
+				group = nil
+				continue
+			}
+			permits := w.permits
+			if len(batch) == 0 {
+				permits = nil
+			}
 			select {
 			case r, ok = <-in:
 			case <-permits:
@@ -58,6 +79,17 @@ func (w *writer) loop() {
 		if !ok {
 			reqs = nil
 			continue
+		}
+		if r.tr != nil {
+			if group = append(group, r); len(group) >= maxGroup {
+				batch = w.applyTransitions(batch, group)
+				group = nil
+			}
+			continue
+		}
+		if len(group) > 0 {
+			batch = w.applyTransitions(batch, group)
+			group = nil
 		}
 		batch = w.apply(batch, r)
 	}
@@ -85,11 +117,86 @@ func (w *writer) apply(batch []*request, r *request) []*request {
 	}
 	w.rollback()
 	close(r.done)
+	return w.reapply(batch)
+}
+
+// reapply runs the requests of batch again, one by one, in a new
+// transaction, and returns the batch of those that did not fail.
+func (w *writer) reapply(batch []*request) []*request {
 	var again []*request
 	for _, r := range batch {
 		again = w.apply(again, r)
 	}
 	return again
+}
+
+// applyTransitions applies the transition requests of group, in this
+// order, and returns the batch with them: it has the effect of apply for
+// each in turn, with one statement for as many as it can. The first
+// transition of each message goes in the first statement, the second of
+// each in the next, and so on, so that transitions of the same message
+// still apply one after the other.
+func (w *writer) applyTransitions(batch, group []*request) []*request {
+	for len(group) > 0 {
+		var now, later []*request
+		seen := make(map[string]struct{}, len(group))
+		for _, r := range group {
+			if _, dup := seen[r.tr.ID]; dup {
+				later = append(later, r)
+				continue
+			}
+			seen[r.tr.ID] = struct{}{}
+			now = append(now, r)
+		}
+		batch = w.applyDistinct(batch, now)
+		group = later
+	}
+	return batch
+}
+
+// applyDistinct applies transition requests of distinct messages with one
+// statement and returns the batch with them. When that fails, the
+// transaction is rolled back and the batch run again, followed by each of
+// group alone, so that only the request that fails is answered with its
+// error.
+func (w *writer) applyDistinct(batch, group []*request) []*request {
+	live := make([]*request, 0, len(group))
+	for _, r := range group {
+		if r.ctx.Err() != nil {
+			batch = w.apply(batch, r) // not run: answered with its ctx's error
+		} else {
+			live = append(live, r)
+		}
+	}
+	if len(live) < 2 {
+		for _, r := range live {
+			batch = w.apply(batch, r)
+		}
+		return batch
+	}
+	if len(batch) == 0 {
+		if _, err := w.tx.st.begin.Exec(); err != nil {
+			answer(live, err)
+			return nil
+		}
+	}
+	ts := make([]*herald.Transition, len(live))
+	for i, r := range live {
+		ts[i] = r.tr
+	}
+	outcomes, err := w.tx.transitions(ts)
+	if err != nil {
+		w.rollback()
+		batch = w.reapply(batch)
+		for _, r := range live {
+			batch = w.apply(batch, r)
+		}
+		return batch
+	}
+	for i, r := range live {
+		r.err = outcomes[i]
+	}
+	return append(batch, live...)
 }
 
 // commit commits the open transaction and returns the batch for the

@@ -19,7 +19,8 @@ func TestPlans(t *testing.T) {
 	ws, rs := &writeStmts{}, &readStmts{}
 	var claim *sql.Stmt // stands for the claim statements, prepared on use
 	defs := append(ws.defs(), rs.defs()...)
-	defs = append(defs, stmtDef{&claim, claimSQL(0)}, stmtDef{&claim, claimSQL(2)})
+	var group *sql.Stmt // stands for the grouped transition statements
+	defs = append(defs, stmtDef{&claim, claimSQL(0)}, stmtDef{&claim, claimSQL(2)}, stmtDef{&group, transitionsSQL(3)})
 	for _, d := range defs {
 		if d.dst == &ws.begin || d.dst == &ws.commit || d.dst == &ws.rollback || d.dst == &rs.counts {
 			continue
@@ -28,6 +29,9 @@ func TestPlans(t *testing.T) {
 		t.Logf("%s\n%s", d.query, plan)
 		if strings.Contains(plan+"\n", "SCAN messages\n") {
 			t.Errorf("full scan of messages:\n%s\n%s", d.query, plan)
+		}
+		if d.dst == &group && !strings.Contains(plan, "SEARCH messages USING PRIMARY KEY (id=?)") {
+			t.Errorf("grouped transitions do not look messages up by id:\n%s", plan)
 		}
 		if d.dst == &claim && strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("claim sorts:\n%s", plan)

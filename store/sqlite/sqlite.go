@@ -109,7 +109,13 @@ func parseDSN(dsn string) (path string, durable bool, err error) {
 // before it runs is not applied; once it has run, write waits for the
 // commit whatever ctx does, so that a nil error always means durable.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
-	r := &request{ctx: ctx, run: fn, done: make(chan struct{})}
+	return s.submit(&request{ctx: ctx, run: fn, done: make(chan struct{})})
+}
+
+// submit hands r to the writer and returns its error once answered (see
+// write).
+func (s *Store) submit(r *request) error {
+	ctx := r.ctx
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()

@@ -23,6 +23,9 @@ type writeStmts struct {
 	// The claim statements, prepared on first use and keyed by the number
 	// of routes with their own accept timeout (see claimSQL).
 	claims map[int]*sql.Stmt
+	// The grouped transition statements, prepared on first use and keyed
+	// by the number of transitions they apply (see transitionsSQL).
+	transitions map[int]*sql.Stmt
 }
 
 // readStmts are the read pool's prepared statements.

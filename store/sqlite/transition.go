@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heraldmq/herald"
@@ -14,7 +15,14 @@ import (
 // t.Lease when it is set), records it in the timeline (unless the status
 // stays) and enqueues one outcome event per name in t.Notify.
 func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
-	return wrap("transition", s.write(ctx, func(tx *wtx) error { return tx.transition(t) }))
+	return wrap("transition", s.submit(transitionRequest(ctx, t)))
+}
+
+// transitionRequest returns the write request of t. Its run applies t
+// alone; the writer may instead apply it together with the other
+// transitions waiting beside it (see applyTransitions).
+func transitionRequest(ctx context.Context, t herald.Transition) *request {
+	return &request{ctx: ctx, tr: &t, run: func(tx *wtx) error { return tx.transition(t) }, done: make(chan struct{})}
 }
 
 // transition is Transition inside the writer's transaction: one UPDATE
@@ -42,6 +50,104 @@ func (tx *wtx) transition(t herald.Transition) error {
 		}
 	}
 	return nil
+}
+
+// transitions applies ts, whose ids are all distinct, with one UPDATE and
+// returns the outcome of each: nil, ErrConflict or ErrNotFound. It is
+// transition for each of ts in turn, but for the cost of one statement.
+// When it fails (err != nil), it may have applied some of ts: the
+// transaction must be rolled back.
+func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error) {
+	stmt, err := tx.st.transitionsStmt(tx.conn, len(ts))
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, transitionsCols*len(ts))
+	for _, t := range ts {
+		args = append(args,
+			t.ID, string(t.From), t.Lease,
+			string(t.To), ms(t.At), ms(t.DueAt), ms(t.Deadline),
+			ms(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
+			t.To != t.From, entryTail(t.At, t.From, t.To, t.Reason))
+	}
+	rows, err := stmt.Query(args...)
+	type applied struct {
+		id  string
+		seq int
+	}
+	done, err := collect(rows, err, func(sc rowScanner) (applied, error) {
+		var a applied
+		err := sc.Scan(&a.id, &a.seq)
+		return a, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	seqs := make(map[string]int, len(done))
+	for _, a := range done {
+		seqs[a.id] = a.seq
+	}
+	outcomes = make([]error, len(ts))
+	for i, t := range ts {
+		seq, ok := seqs[t.ID]
+		if !ok {
+			if outcomes[i] = tx.missing(t.ID); !isOutcome(outcomes[i]) {
+				return nil, outcomes[i]
+			}
+			continue
+		}
+		if t.To == t.From {
+			continue
+		}
+		for _, sub := range t.Notify {
+			id := t.ID + "." + strconv.Itoa(seq) + "." + sub
+			if _, err := tx.st.insertEvent.Exec(id, sub, t.ID, string(t.To), ms(t.At)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return outcomes, nil
+}
+
+// transitionsStmt returns the statement that applies n transitions,
+// preparing it on conn the first time.
+func (st *writeStmts) transitionsStmt(conn *sql.Conn, n int) (*sql.Stmt, error) {
+	return st.cached(conn, &st.transitions, n, transitionsSQL)
+}
+
+// transitionsCols is the number of parameters of each transition of
+// transitionsSQL.
+const transitionsCols = 14
+
+// transitionsSQL applies n transitions of distinct messages, each given by
+// transitionsCols parameters in the order of the columns of v: the
+// statement transition, row by row, joined on the id. It returns the id
+// and new seq of each message it changed.
+func transitionsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`WITH v(v_id, v_from, v_lease, v_to, v_at, v_due, v_deadline, v_expires,
+			v_external, v_error, v_reset, v_keep_lease, v_moved, v_tail) AS (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, CAST(? AS TEXT), CAST(? AS INTEGER), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	b.WriteString(`)
+		UPDATE messages SET
+			status = v_to, due_at = v_due, deadline = v_deadline,
+			expires_at = CASE WHEN v_expires != 0 THEN v_expires ELSE expires_at END,
+			external_id = CASE WHEN v_external != '' THEN v_external ELSE external_id END,
+			last_error = CASE WHEN v_error != '' THEN v_error ELSE last_error END,
+			attempt = CASE WHEN v_reset THEN 0 ELSE attempt END,
+			lease = CASE WHEN v_keep_lease THEN lease ELSE 0 END,
+			updated_at = CASE WHEN v_moved THEN v_at ELSE updated_at END,
+			seq = seq + v_moved,
+			timeline = CASE WHEN v_moved THEN timeline || (CASE WHEN v_reset THEN 0 ELSE attempt END) || v_tail ELSE timeline END
+		FROM v
+		WHERE messages.id = v_id AND messages.status = v_from AND (v_lease = 0 OR messages.lease = v_lease)
+		RETURNING id, seq`)
+	return b.String()
 }
 
 // missing tells why a compare-and-set matched no row: ErrNotFound when the
