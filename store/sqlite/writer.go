@@ -47,9 +47,11 @@ type wtx struct {
 // creates the schema and starts the writer's goroutines.
 func openWriter(path string, durable bool) (*writer, error) {
 	ctx := context.Background()
-	// synchronous=NORMAL: the syncer does the commits' fsync. A 32 MiB page
-	// cache keeps the indexes that every write touches in memory.
-	db, err := sql.Open("sqlite3", path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_foreign_keys=0&_cache_size=-32000")
+	// synchronous=NORMAL: the syncer does the commits' fsync. A 4 MiB page
+	// cache holds the index pages that writes touch (the active rows' partial
+	// indexes are small); a larger one made every COMMIT slower (SQLite walks
+	// the cache at commit) and cost 25 MB of RSS for no gain in W2 or W3.
+	db, err := sql.Open("sqlite3", path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_foreign_keys=0&_cache_size=-4000")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite open: %w", err)
 	}
