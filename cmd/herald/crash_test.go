@@ -182,45 +182,11 @@ routes:
 
 	srv = startProc(t, dir, config)
 	srv.waitReady("http://" + addr)
-	var stats struct {
-		ByStatus map[string]int `json:"by_status"`
+	byStatus := waitAllEnded(t, srv, total, 90*time.Second)
+	if byStatus["DELIVERY_SUCCESSFUL"] != total {
+		t.Fatalf("after restart: %v, want all %d DELIVERY_SUCCESSFUL", byStatus, total)
 	}
-	deadline = time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := srv.call("GET", "/v1/stats", nil, &stats); err != nil {
-			t.Fatal(err)
-		}
-		if stats.ByStatus["DELIVERY_SUCCESSFUL"]+stats.ByStatus["DELIVERY_FAILED"]+stats.ByStatus["CANCELLED"] == total {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if stats.ByStatus["DELIVERY_SUCCESSFUL"] != total {
-		t.Fatalf("after restart: %v, want all %d DELIVERY_SUCCESSFUL", stats.ByStatus, total)
-	}
-
-	delivered := sink.Delivered()
-	for _, id := range acked {
-		if delivered[id] < 1 {
-			t.Errorf("message %s never reached the sink", id)
-		}
-		var view struct {
-			Status   string
-			Timeline []struct{ To string }
-		}
-		if _, err := srv.call("GET", "/v1/messages/"+id, nil, &view); err != nil {
-			t.Fatal(err)
-		}
-		terminal := 0
-		for _, e := range view.Timeline {
-			if e.To == "DELIVERY_SUCCESSFUL" || e.To == "DELIVERY_FAILED" || e.To == "CANCELLED" {
-				terminal++
-			}
-		}
-		if view.Status != "DELIVERY_SUCCESSFUL" || terminal != 1 {
-			t.Errorf("message %s: %s with %d terminal entries", id, view.Status, terminal)
-		}
-	}
+	checkDelivered(t, srv, sink, acked)
 	st := sink.Stats()
 	t.Logf("crash: %d messages, %d deliveries, %d duplicates (sent again after the kill)", total, st.Delivered, st.Duplicates)
 }
