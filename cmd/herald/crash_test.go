@@ -121,7 +121,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	addr := freeAddr(t)
 	config := fmt.Sprintf(`listen: %s
 store: sqlite:%s
-concurrency: 32
+concurrency: 8
 api_keys:
   - {key_env: HERALD_TEST_KEY, tenant: crash}
 routes:
