@@ -42,3 +42,16 @@ type TimelineEntry struct {
 	Attempt int
 	Reason  string
 }
+
+// AsCreated returns a copy of m as Store.Create stores it: QUEUED, under no
+// lease, UpdatedAt defaulting to CreatedAt, and a timeline that holds only
+// the creation entry. Stores call it so that they all agree.
+func AsCreated(m *Message) Message {
+	c := *m
+	c.Status, c.Lease = StatusQueued, 0
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	c.Timeline = []TimelineEntry{{At: c.CreatedAt, To: StatusQueued, Attempt: c.Attempt, Reason: "created"}}
+	return c
+}

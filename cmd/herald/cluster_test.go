@@ -16,13 +16,14 @@ import (
 	"github.com/heraldmq/herald/sim/webhooksink"
 )
 
-// redisConfig is the config of one node of a cluster on redisURL.
-func redisConfig(addr, redisURL, sinkURL string, concurrency int, accept string) string {
+// nodeConfig is the config of one herald process on storeURL with one
+// webhook route to sinkURL.
+func nodeConfig(addr, storeURL, sinkURL string, concurrency int, accept string) string {
 	return fmt.Sprintf(`listen: %s
 store: %s
 concurrency: %d
 api_keys:
-  - {key_env: HERALD_TEST_KEY, tenant: cluster}
+  - {key_env: HERALD_TEST_KEY, tenant: test}
 routes:
   - name: hooks
     carrier: webhook
@@ -32,7 +33,7 @@ routes:
       retry: {kind: constant, base: 200ms}
       max_attempts: 50
       timeouts: {accept: %s}
-`, addr, redisURL, concurrency, sinkURL, accept)
+`, addr, storeURL, concurrency, sinkURL, accept)
 }
 
 // startNodes starts n herald processes on one Redis.
@@ -41,7 +42,7 @@ func startNodes(t *testing.T, n int, redisURL, sinkURL string, concurrency int, 
 	nodes := make([]*serverProc, n)
 	for i := range nodes {
 		addr := freeAddr(t)
-		nodes[i] = startProc(t, t.TempDir(), redisConfig(addr, redisURL, sinkURL, concurrency, accept))
+		nodes[i] = startProc(t, t.TempDir(), nodeConfig(addr, redisURL, sinkURL, concurrency, accept))
 		nodes[i].waitReady("http://" + addr)
 	}
 	return nodes

@@ -119,20 +119,7 @@ func TestCrashLosesNothing(t *testing.T) {
 
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	config := fmt.Sprintf(`listen: %s
-store: sqlite:%s
-concurrency: 8
-api_keys:
-  - {key_env: HERALD_TEST_KEY, tenant: crash}
-routes:
-  - name: hooks
-    carrier: webhook
-    url: %s/in
-    profile: channel
-    policy:
-      retry: {kind: constant, base: 200ms}
-      timeouts: {accept: 2s}
-`, addr, filepath.Join(dir, "herald.db"), sinkSrv.URL)
+	config := nodeConfig(addr, "sqlite:"+filepath.Join(dir, "herald.db"), sinkSrv.URL, 8, "2s")
 
 	srv := startProc(t, dir, config)
 	srv.waitReady("http://" + addr)

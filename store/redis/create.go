@@ -12,11 +12,7 @@ import (
 // coalesces, in one script (which may create other messages too: see
 // batcher).
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
-	msg := *m
-	msg.Status, msg.Lease = herald.StatusQueued, 0
-	if msg.UpdatedAt.IsZero() {
-		msg.UpdatedAt = msg.CreatedAt
-	}
+	msg := herald.AsCreated(m)
 	args := make([]any, 0, 64)
 	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), msg.IdempotencyKey, msg.CoalesceKey, msg.CorrelationID,
 		ms(msg.CreatedAt), ms(msg.DueAt), ms(msg.ExpiresAt), msg.Priority, len(opt.CoalesceNotify))
@@ -33,7 +29,6 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	case len(reply) == 1 && str(reply[0]) == "-1":
 		return nil, false, fmt.Errorf("redis create: message %s already exists", msg.ID)
 	case len(reply) == 1 && str(reply[0]) == "1":
-		msg.Timeline = []herald.TimelineEntry{{At: msg.CreatedAt, To: herald.StatusQueued, Attempt: msg.Attempt, Reason: "created"}}
 		return &msg, true, nil
 	case len(reply) == 2 && str(reply[0]) == "0":
 		prev, err := withTimeline(replyMap(reply[1]))

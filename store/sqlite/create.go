@@ -12,12 +12,7 @@ import (
 // key names a message already stored, and cancels the waiting messages it
 // coalesces, all in one transaction.
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
-	msg := *m
-	msg.Status, msg.Lease = herald.StatusQueued, 0
-	if msg.UpdatedAt.IsZero() {
-		msg.UpdatedAt = msg.CreatedAt
-	}
-	msg.Timeline = []herald.TimelineEntry{{At: msg.CreatedAt, To: herald.StatusQueued, Attempt: msg.Attempt, Reason: "created"}}
+	msg := herald.AsCreated(m)
 	params, err := encodeParams(msg.Params)
 	if err != nil {
 		return nil, false, wrap("create", err)
