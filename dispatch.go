@@ -8,38 +8,65 @@ import (
 	"time"
 )
 
-// dispatchLoop claims due messages and sends them, as fast as free send slots
-// allow; it sleeps when nothing is due until woken by a new message, a
-// finished send or the poll interval.
+// dispatchLoop starts sends from the prefetched buffer as send slots free
+// up, and claims in the background whenever the buffer runs low (see
+// claimWant), up to maxClaims claims at once: sends go on while a claim
+// waits for its commit.
+// It sleeps when nothing is due until woken by a new message, a finished
+// send or the poll interval.
 func (e *Engine) dispatchLoop(ctx context.Context) {
 	ticker := time.NewTicker(e.cfg.PollInterval)
 	defer ticker.Stop()
+	claims := make(chan claimed, maxClaims)
+	claiming, idle := 0, false
 	failures := 0
-	for {
-		n, err := e.dispatchRound(ctx)
-		if err != nil {
-			failures++
-			e.problem("store_error", "dispatch: claim", "err", err)
-			if !sleep(ctx, backoff(failures)) {
-				return
-			}
-			continue
+	// stop waits for the claims running: the store may close once the loop returns.
+	stop := func() {
+		for range claiming {
+			<-claims
 		}
-		failures = 0
-		if n > 0 {
-			continue
+	}
+	for {
+		e.dispatchMu.Lock()
+		e.startPrefetched()
+		limit := 0
+		if claiming < maxClaims && !idle {
+			limit = e.claimWant()
+			e.claimingN += limit
+		}
+		e.dispatchMu.Unlock()
+
+		if limit > 0 {
+			claiming++
+			go func() { claims <- e.claimAhead(ctx, limit) }()
 		}
 		release := false
 		select {
 		case <-ctx.Done():
+			stop()
 			return
+		case c := <-claims:
+			claiming--
+			if c.err != nil {
+				failures++
+				e.problem("store_error", "dispatch: claim", "err", c.err)
+				if !sleep(ctx, backoff(failures)) {
+					stop()
+					return
+				}
+				continue
+			}
+			failures = 0
+			idle = c.n == 0
 		case <-e.wake:
+			idle = false
 		case <-e.retryPending:
 			release = true
 		case <-ticker.C:
 			release = true
 		}
 		if release {
+			idle = false
 			if _, err := e.store.Release(ctx, e.clock.Now(), 1000); err != nil && ctx.Err() == nil {
 				e.problem("store_error", "dispatch: release retries", "err", err)
 			}
@@ -53,29 +80,68 @@ func backoff(n int) time.Duration {
 	return min(d, 5*time.Second)
 }
 
-// dispatchRound fills the free send slots with claimed messages and returns
-// how many sends it started.
-//
-// Claims run ahead of the slots by up to ClaimBatch messages (the
-// prefetched buffer), so that a claim's commit carries a batch rather than
-// a handful. A send's slot is freed as soon as the carrier answers: the
-// answer is recorded in the group commit of the next claims. The pending
-// tokens bound the messages between claim and record.
+// claimed is what a background claim reports to the dispatcher.
+type claimed struct {
+	n   int // messages claimed
+	err error
+}
+
+// claimAhead claims up to limit messages into the prefetched buffer.
+func (e *Engine) claimAhead(ctx context.Context, limit int) claimed {
+	msgs, err := e.claimMessages(ctx, limit)
+	if err != nil {
+		e.dispatchMu.Lock()
+		e.claimingN -= limit
+		e.dispatchMu.Unlock()
+		return claimed{err: err}
+	}
+	e.dispatchMu.Lock()
+	e.prefetched = append(e.prefetched, msgs...)
+	e.claimingN -= limit
+	e.dispatchMu.Unlock()
+	return claimed{n: len(msgs)}
+}
+
+// claimWant returns how many messages the next claim should take, 0 for
+// none yet: the free send slots plus pace's margin, less what is claimed
+// or being claimed, once that is down to half the margin. A claim takes
+// at most ClaimBatch; the pending tokens bound it.
+func (e *Engine) claimWant() int {
+	free := cap(e.slots) - len(e.slots)
+	have := len(e.prefetched) + e.claimingN
+	if have > e.pace.ahead/2 {
+		return 0
+	}
+	ahead := e.pace.next(min(cap(e.slots), e.cfg.ClaimBatch), maxClaims*e.cfg.ClaimBatch)
+	want := free + ahead - have
+	return max(0, min(want, e.cfg.ClaimBatch, cap(e.pending)-len(e.pending)-e.claimingN))
+}
+
+// maxClaims bounds the claims running at once: while one waits for its
+// commit, the next is applied.
+const maxClaims = 2
+
+// dispatchRound is one synchronous round of the dispatcher, for Tick: it
+// fills the free send slots, claiming what they need, and returns how many
+// sends it started.
 func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
 	started := e.startPrefetched()
-	if len(e.prefetched) >= min(cap(e.slots), e.cfg.ClaimBatch/2) {
-		return started, nil // enough claimed to fill the slots that free up next
+	limit := min(e.cfg.ClaimBatch-len(e.prefetched), cap(e.pending)-len(e.pending))
+	if limit <= 0 {
+		return started, nil
 	}
-	if err := e.claim(ctx); err != nil {
+	msgs, err := e.claimMessages(ctx, limit)
+	if err != nil {
 		return started, err
 	}
+	e.prefetched = append(e.prefetched, msgs...)
 	return started + e.startPrefetched(), nil
 }
 
 // startPrefetched starts sends from the prefetched buffer while send slots
-// are free, and returns how many it started.
+// are free, and returns how many it started. The caller holds dispatchMu.
 func (e *Engine) startPrefetched() int {
 	started := 0
 	for len(e.slots) < cap(e.slots) && len(e.prefetched) > 0 {
@@ -87,15 +153,15 @@ func (e *Engine) startPrefetched() int {
 		e.startSend(m)
 		started++
 	}
+	if len(e.slots) < cap(e.slots) {
+		e.pace.noteStarved()
+	}
 	return started
 }
 
-// claim tops the prefetched buffer up to ClaimBatch messages.
-func (e *Engine) claim(ctx context.Context) error {
-	limit := min(e.cfg.ClaimBatch-len(e.prefetched), cap(e.pending)-len(e.pending))
-	if limit <= 0 {
-		return nil
-	}
+// claimMessages claims up to limit due messages, taking a pending token
+// for each.
+func (e *Engine) claimMessages(ctx context.Context, limit int) ([]*Message, error) {
 	msgs, err := e.store.Claim(ctx, Claim{
 		Now:            e.clock.Now(),
 		Limit:          limit,
@@ -103,14 +169,13 @@ func (e *Engine) claim(ctx context.Context) error {
 		DefaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, m := range msgs {
 		e.pending <- struct{}{}
 		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
 	}
-	e.prefetched = append(e.prefetched, msgs...)
-	return nil
+	return msgs, nil
 }
 
 // stale reports whether a prefetched message waited so long for a slot that

@@ -28,8 +28,8 @@ type Config struct {
 	Observer Observer
 	// Concurrency bounds the sends in flight at once. Defaults to 64.
 	Concurrency int
-	// ClaimBatch bounds the messages claimed in one store call, and so how
-	// far claims run ahead of the free send slots. Defaults to 64.
+	// ClaimBatch bounds the messages claimed in one store call; claims run
+	// ahead of the free send slots by at most twice as many. Defaults to 256.
 	ClaimBatch int
 	// PollInterval is how often the dispatcher looks for due work without
 	// being woken, and the outbox for due events. Defaults to 250ms.
@@ -91,6 +91,8 @@ type Engine struct {
 	slots        chan struct{} // one token per carrier call in flight
 	pending      chan struct{} // one token per claimed message not yet recorded
 	prefetched   []*Message    // claimed, waiting for a send slot; guarded by dispatchMu
+	pace         pace          // how far to claim ahead; guarded by dispatchMu
+	claimingN    int           // messages asked of the claims running; guarded by dispatchMu
 	wake         chan struct{} // nudges the dispatcher
 	retryPending chan struct{} // tells the dispatcher to release due retries
 	eventPending chan struct{} // nudges the outbox
@@ -121,7 +123,7 @@ func New(cfg Config) (*Engine, error) {
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
 		subscribers:    cfg.Subscribers,
 		slots:          make(chan struct{}, cfg.Concurrency),
-		pending:        make(chan struct{}, 2*cfg.Concurrency+64),
+		pending:        make(chan struct{}, 2*cfg.Concurrency+4*cfg.ClaimBatch),
 		wake:           make(chan struct{}, 1),
 		retryPending:   make(chan struct{}, 1),
 		eventPending:   make(chan struct{}, 1),
@@ -182,7 +184,7 @@ func setDefaults(c *Config) {
 		c.Concurrency = 64
 	}
 	if c.ClaimBatch <= 0 {
-		c.ClaimBatch = 64
+		c.ClaimBatch = 256
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 250 * time.Millisecond

@@ -25,6 +25,7 @@ type Result struct {
 	Lost      int     `json:"lost"`
 	Dup       int     `json:"dup"`
 	RSSMB     float64 `json:"rss_mb"`
+	CPUPerMsg float64 `json:"cpu_us_per_msg"`      // process CPU time (user and system) per message while timed, µs
 	IdealPct  float64 `json:"ideal_pct,omitempty"` // W4: share of the ideal throughput
 	Producers int     `json:"producers,omitempty"`
 	Nodes     int     `json:"nodes,omitempty"` // herald processes sharing the store (RunNodes)
@@ -74,19 +75,19 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	}
 	res := Result{Peer: peer, Workload: w.Name, N: w.N, Producers: w.Producers}
 	payload := payload256()
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
 	if w.Producers > 0 {
-		start := time.Now()
+		start, startCPU := time.Now(), cpuTime()
 		if err := produce(ctx, eng, w, payload); err != nil {
 			return res, err
 		}
-		elapsed = time.Since(start)
+		elapsed, cpu = time.Since(start), cpuTime()-startCPU
 		res.Lost, res.Dup, err = countStored(ctx, store, w.N)
 	} else {
 		if err := produce(ctx, eng, Workload{N: w.N, Producers: 8}, payload); err != nil {
 			return res, err
 		}
-		start := time.Now()
+		start, startCPU := time.Now(), cpuTime()
 		if err := eng.Start(ctx); err != nil {
 			return res, err
 		}
@@ -95,7 +96,7 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 		case <-ctx.Done():
 			return res, ctx.Err()
 		}
-		elapsed = time.Since(start)
+		elapsed, cpu = time.Since(start), cpuTime()-startCPU
 		if err := eng.Stop(ctx); err != nil {
 			return res, err
 		}
@@ -107,6 +108,7 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	}
 	res.Seconds = round(elapsed.Seconds(), 3)
 	res.MsgsPerS = round(float64(w.N)/elapsed.Seconds(), 0)
+	res.CPUPerMsg = round(float64(cpu.Microseconds())/float64(w.N), 1)
 	res.RSSMB = round(peakRSSMB(), 1)
 	if w.Latency > 0 {
 		ideal := float64(w.Concurrency) / w.Latency.Seconds()

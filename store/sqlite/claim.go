@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,48 +14,94 @@ import (
 )
 
 // Claim moves up to c.Limit due QUEUED messages to SENT_TO_NS, highest
-// priority first and oldest id first within a priority. Being a write, it
-// runs in the writer's goroutine: no two claims ever see the same row.
+// priority first and oldest id first within a priority. The claim is a
+// write, in the writer's goroutine, so no two claims ever see the same row;
+// it returns only what it changed, and the messages' other columns, which
+// never change, are read afterwards from the read pool, off the writer's
+// path.
 func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, error) {
 	if c.Limit <= 0 {
 		return nil, nil
 	}
-	var claimed []*herald.Message
+	var claims []claimedRow
 	err := s.write(ctx, func(tx *wtx) error {
 		var err error
-		claimed, err = tx.claim(c)
+		claims, err = tx.claim(c)
 		return err
 	})
 	if err != nil {
 		return nil, wrap("claim", err)
 	}
-	return claimed, nil
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	msgs, err := s.readClaimed(ctx, claims)
+	if err != nil {
+		return nil, wrap("claim", err)
+	}
+	return msgs, nil
+}
+
+// claimedRow is what a claim changed in one message.
+type claimedRow struct {
+	id       string
+	attempt  int
+	deadline int64
+	lease    int64
+	at       int64
+}
+
+// readClaimed reads the claimed messages and sets on each what the claim
+// changed, whatever happened to it since (a cancel, say: the claim's
+// lease then records nothing). A message deleted since is left out.
+func (s *Store) readClaimed(ctx context.Context, claims []claimedRow) ([]*herald.Message, error) {
+	ids := make([]string, len(claims))
+	byID := make(map[string]*claimedRow, len(claims))
+	for i := range claims {
+		ids[i] = claims[i].id
+		byID[claims[i].id] = &claims[i]
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := scanMessages(s.rs.byIDs.QueryContext(ctx, string(idsJSON)))
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		c := byID[m.ID]
+		m.Status, m.Attempt, m.Lease = herald.StatusSentToNS, c.attempt, c.lease
+		m.Deadline, m.UpdatedAt = fromMS(c.deadline), fromMS(c.at)
+	}
+	slices.SortFunc(msgs, func(a, b *herald.Message) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.ID, b.ID))
+	})
+	return msgs, nil
 }
 
 // claim is Claim inside the writer's transaction: one UPDATE moves the whole
-// batch, appends each message's timeline entry and returns the batch. All
-// the messages of a claim share its lease, which no other claim gets.
-func (tx *wtx) claim(c herald.Claim) ([]*herald.Message, error) {
+// batch and appends each message's timeline entry. All the messages of a
+// claim share its lease, which no other claim gets.
+func (tx *wtx) claim(c herald.Claim) ([]claimedRow, error) {
 	routes := slices.Sorted(maps.Keys(c.AcceptTimeouts))
 	stmt, err := tx.st.claimStmt(tx.conn, len(routes))
 	if err != nil {
 		return nil, err
 	}
+	lease, at := tx.nextLease(), ms(c.Now)
 	args := make([]any, 0, 5+2*len(routes))
-	args = append(args, ms(c.Now), ms(c.Now.Add(c.DefaultAccept)), tx.nextLease(), c.Limit,
+	args = append(args, at, ms(c.Now.Add(c.DefaultAccept)), lease, c.Limit,
 		entryTail(c.Now, herald.StatusQueued, herald.StatusSentToNS, ""))
 	for _, r := range routes {
 		args = append(args, r, ms(c.Now.Add(c.AcceptTimeouts[r])))
 	}
-	claimed, err := scanMessages(stmt.Query(args...))
-	if err != nil {
-		return nil, err
-	}
-	// RETURNING gives the rows in no set order.
-	slices.SortFunc(claimed, func(a, b *herald.Message) int {
-		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.ID, b.ID))
+	rows, err := stmt.Query(args...)
+	return collect(rows, err, func(sc rowScanner) (claimedRow, error) {
+		r := claimedRow{lease: lease, at: at}
+		err := sc.Scan(&r.id, &r.attempt, &r.deadline)
+		return r, err
 	})
-	return claimed, nil
 }
 
 // claimStmt returns the claim statement for nRoutes routes with their own
@@ -84,5 +131,5 @@ func claimSQL(nRoutes int) string {
 			lease = ?3, seq = seq + 1, timeline = timeline || (attempt + 1) || ?5
 		WHERE id IN (SELECT id FROM messages INDEXED BY messages_ready
 			WHERE status = 'QUEUED' AND due_at <= ?1 ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER))
-		RETURNING ` + msgCols
+		RETURNING id, attempt, deadline`
 }

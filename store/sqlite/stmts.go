@@ -32,7 +32,7 @@ type writeStmts struct {
 type readStmts struct {
 	all []*sql.Stmt
 
-	get, findExternal, activeRoutes, counts, overdue *sql.Stmt
+	get, byIDs, findExternal, activeRoutes, counts, overdue *sql.Stmt
 }
 
 // prepareWrite prepares the writer's statements on conn.
@@ -111,6 +111,8 @@ func prepareRead(db *sql.DB) (*readStmts, error) {
 func (st *readStmts) defs() []stmtDef {
 	return []stmtDef{
 		{&st.get, `SELECT ` + msgCols + `, timeline FROM messages WHERE id = ?`},
+		// ?1 is a JSON array of ids.
+		{&st.byIDs, `SELECT ` + msgCols + ` FROM messages WHERE id IN (SELECT value FROM json_each(?1))`},
 		{&st.findExternal, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_external
 			WHERE route = ? AND external_id = ? AND external_id != '' AND ` + activeSQL + `
 			LIMIT 1`},

@@ -1,0 +1,28 @@
+package herald
+
+// pace decides how far the dispatcher claims ahead of its free send slots:
+// far enough that the slots never wait for a claim, and no further, since a
+// message claimed too early waits SENT_TO_NS for a slot. It grows when the
+// slots ran out of claimed messages during a claim, and shrinks back when
+// they did not. It is guarded by the Engine's dispatchMu.
+type pace struct {
+	ahead   int  // messages to hold claimed beyond the free slots
+	starved bool // a free slot found no claimed message since the last claim
+}
+
+// noteStarved records that a free send slot found no claimed message.
+func (p *pace) noteStarved() { p.starved = true }
+
+// next returns how far ahead to claim now, at least least and at most most,
+// and starts watching for starvation again.
+func (p *pace) next(least, most int) int {
+	switch {
+	case p.starved:
+		p.ahead = max(2*p.ahead, 1)
+	default:
+		p.ahead -= p.ahead / 8
+	}
+	p.starved = false
+	p.ahead = max(least, min(p.ahead, most))
+	return p.ahead
+}
