@@ -79,7 +79,7 @@ for i, m in ipairs(picked) do
 	local s = packed(m)
 	redis.call('HSET', P .. 'm:' .. id, 's', s, 't', m.timeline)
 	push(zrems, group .. 'QUEUED', id)
-	push(zadds, group .. 'SENT_TO_NS', num(m.created), id)
+	push(zadds, group .. 'SENT_TO_NS', m.created, id)
 	push(zadds, P .. 'inflight', m.deadline, id)
 	local reply = m.reply
 	reply[#reply + 1], reply[#reply + 2], reply[#reply + 3], reply[#reply + 4] = 's', s, 't', m.timeline

@@ -102,39 +102,98 @@ local function load(id, keys)
 	return state(id, v[1], v[2], v[3], v[4], v[5], v[6], v[7])
 end
 
+-- negated returns the negation of integer string v, as a string.
+local function negated(v)
+	if v == '0' or v == '' then
+		return '0'
+	elseif string.sub(v, 1, 1) == '-' then
+		return string.sub(v, 2)
+	end
+	return '-' .. v
+end
+
 -- zsets returns the sorted sets that hold m, key -> score: its group's and
 -- its status's. A QUEUED message is in ready when due at now, in delayed
 -- otherwise; with now nil (its place unknown) both are listed, score false.
+-- Scores are m's fields as they are, strings mostly: Redis parses them
+-- either way, and a number would be formatted first.
 local function zsets(m, now)
 	local st = m.st
-	local z = { [P .. 'grp:' .. m.tenant .. '|' .. m.route .. '|' .. st] = tonumber(m.created) }
+	local z = { [P .. 'grp:' .. m.tenant .. '|' .. m.route .. '|' .. st] = m.created }
 	if st == 'QUEUED' then
 		if now == nil then
 			z[P .. 'ready'], z[P .. 'delayed'] = false, false
 		elseif num(m.due) > now then
-			z[P .. 'delayed'] = num(m.due)
+			z[P .. 'delayed'] = m.due
 		else
-			z[P .. 'ready'] = -num(m.prio)
+			z[P .. 'ready'] = negated(m.prio)
 		end
 	elseif st == 'TO_RETRY' then
-		z[P .. 'retry'] = num(m.due)
+		z[P .. 'retry'] = m.due
 	elseif inflight(st) then
 		if num(m.deadline) > 0 then
-			z[P .. 'inflight'] = num(m.deadline)
+			z[P .. 'inflight'] = m.deadline
 		end
 		if st == 'DELIVERED_TO_NS' and num(m.due) > 0 then
-			z[P .. 'poll'] = num(m.due)
+			z[P .. 'poll'] = m.due
 		end
 	else
-		z[P .. 'done'] = num(m.updated)
+		z[P .. 'done'] = m.updated
 		if st == 'DELIVERY_FAILED' then
-			z[P .. 'failed'] = 0
+			z[P .. 'failed'] = '0'
 		end
 	end
 	if num(m.expires) > 0 and active(st) then
-		z[P .. 'expiry'] = num(m.expires)
+		z[P .. 'expiry'] = m.expires
 	end
 	return z
+end
+
+-- zpend, when set (deferz), collects the sorted-set changes of reindex
+-- instead of making them: key -> id -> new score, or false to remove it
+-- (the last change of an id in a key wins). flushz makes them, one ZREM
+-- and one ZADD per key, at the end of a script that reads none of them.
+local zpend
+
+local function deferz()
+	zpend = {}
+end
+
+local function zset(k, id, score)
+	if not zpend then
+		if score then
+			redis.call('ZADD', k, score, id)
+		else
+			redis.call('ZREM', k, id)
+		end
+		return
+	end
+	local t = zpend[k]
+	if not t then
+		t = {}
+		zpend[k] = t
+	end
+	t[id] = score
+end
+
+local function flushz()
+	for k, t in pairs(zpend) do
+		local rem, add = {}, {}
+		for id, score in pairs(t) do
+			if score then
+				add[#add + 1], add[#add + 2] = score, id
+			else
+				rem[#rem + 1] = id
+			end
+		end
+		if #rem > 0 then
+			redis.call('ZREM', k, unpack(rem))
+		end
+		if #add > 0 then
+			redis.call('ZADD', k, unpack(add))
+		end
+	end
+	zpend = nil
 end
 
 -- reindex moves message id between the indexes that depend on its state:
@@ -147,12 +206,12 @@ local function reindex(id, bz, bc, bx, m, now)
 	end
 	for k in pairs(bz) do
 		if az[k] == nil then
-			redis.call('ZREM', k, id)
+			zset(k, id, false)
 		end
 	end
 	for k, score in pairs(az) do
 		if bz[k] ~= score then
-			redis.call('ZADD', k, score, id)
+			zset(k, id, score)
 		end
 	end
 	if bc ~= ac then

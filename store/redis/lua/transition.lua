@@ -18,4 +18,7 @@ local function transition(o, n)
 	return 0
 end
 
-return batch(transition)
+deferz() -- no transition reads the sorted sets
+local out = batch(transition)
+flushz()
+return out
