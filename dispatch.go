@@ -20,6 +20,8 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 	claims := make(chan claimed, maxClaims)
 	claiming, idle := 0, false
 	failures := 0
+	e.setDispatching(true)
+	defer e.setDispatching(false)
 	// stop waits for the claims running: the store may close once the loop returns.
 	stop := func() {
 		for range claiming {
@@ -72,6 +74,14 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// setDispatching tells finished sends whether to start the next prefetched
+// message themselves: only while the dispatch loop runs.
+func (e *Engine) setDispatching(on bool) {
+	e.dispatchMu.Lock()
+	e.dispatching = on
+	e.dispatchMu.Unlock()
 }
 
 // backoff is how long a loop waits after its n-th store failure in a row.
@@ -192,7 +202,8 @@ func (e *Engine) stale(m *Message) bool {
 }
 
 // startSend sends m in its own goroutine, holding a slot for the carrier
-// call only.
+// call only; while the dispatch loop runs, the goroutine fills the slot it
+// frees from the prefetched buffer. The caller holds dispatchMu.
 func (e *Engine) startSend(m *Message) {
 	e.slots <- struct{}{}
 	e.sends.Add(1)
@@ -203,7 +214,12 @@ func (e *Engine) startSend(m *Message) {
 			e.sends.Done()
 		}()
 		t, ok := e.send(m)
+		e.dispatchMu.Lock()
 		<-e.slots
+		if e.dispatching {
+			e.startPrefetched() // the next send goes at once, not after a wake of the dispatcher
+		}
+		e.dispatchMu.Unlock()
 		e.nudge(e.wake)
 		if ok {
 			e.recordResult(e.sendCtx, m, t)

@@ -517,3 +517,30 @@ func TestPruneDeletesTerminalMessagesAfterTheRetention(t *testing.T) {
 		t.Fatalf("active message: %s", got.Status)
 	}
 }
+
+func TestStopStartsNoFurtherSends(t *testing.T) {
+	c := &gated{gate: make(chan struct{})}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.Concurrency = 1 },
+		[]herald.Route{{Name: "chat", Carrier: c, Policy: p}})
+	for _, text := range []string{"a", "b", "c"} {
+		r.send(herald.SendRequest{Route: "chat", Target: "1", Text: text})
+	}
+	ctx := context.Background()
+	if err := r.eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for c.sends.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	stopped := make(chan error)
+	go func() { stopped <- r.eng.Stop(ctx) }()
+	time.Sleep(20 * time.Millisecond) // the dispatch loop returns; Stop waits for the send
+	close(c.gate)                     // the send finishes: its slot must not start the next
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if n := c.sends.Load(); n != 1 {
+		t.Fatalf("%d sends, want 1: a send started after Stop", n)
+	}
+}

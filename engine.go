@@ -93,6 +93,7 @@ type Engine struct {
 	prefetched   []*Message    // claimed, waiting for a send slot; guarded by dispatchMu
 	pace         pace          // how far to claim ahead; guarded by dispatchMu
 	claimingN    int           // messages asked of the claims running; guarded by dispatchMu
+	dispatching  bool          // the dispatch loop runs; guarded by dispatchMu
 	wake         chan struct{} // nudges the dispatcher
 	retryPending chan struct{} // tells the dispatcher to release due retries
 	eventPending chan struct{} // nudges the outbox
