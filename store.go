@@ -144,7 +144,8 @@ type Count struct {
 	Route  string
 	Status Status
 	N      int
-	// OldestCreated is the oldest CreatedAt among the counted messages.
+	// OldestCreated is the oldest CreatedAt among the counted messages when
+	// they wait (QUEUED, TO_RETRY: the age of the queue), zero otherwise.
 	OldestCreated time.Time
 }
 

@@ -63,13 +63,13 @@ func (s *Store) List(ctx context.Context, q herald.Query) ([]*herald.Message, st
 type idSource func(ctx context.Context, after string, n int) ([]string, error)
 
 // listSource picks the index that List walks for q: the ids of a
-// correlation id, those of the groups of an active status (when they are
+// correlation id, those of the groups of a waiting status (when they are
 // few), the dead letters, the ids of a tenant, or those of every tenant.
 func (s *Store) listSource(ctx context.Context, q herald.Query) (idSource, error) {
 	if q.CorrelationID != "" {
 		return s.lexSource(s.key("corr:" + q.CorrelationID)), nil
 	}
-	if q.Status != "" && !q.Status.Terminal() {
+	if q.Status.Waiting() {
 		src, err := s.groupSource(ctx, q)
 		if src != nil || err != nil {
 			return src, err

@@ -121,7 +121,8 @@ func (st *readStmts) defs() []stmtDef {
 			UNION SELECT route FROM messages INDEXED BY messages_retry WHERE status = 'TO_RETRY'
 			UNION SELECT route FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + `
 			ORDER BY route`},
-		{&st.counts, `SELECT tenant, route, status, COUNT(*), MIN(created_at) FROM messages
+		{&st.counts, `SELECT tenant, route, status, COUNT(*),
+				CASE WHEN ` + waitingSQL + ` THEN MIN(created_at) ELSE 0 END FROM messages
 			GROUP BY tenant, route, status ORDER BY tenant, route, status`},
 		// Each arm walks its own partial index; each is bounded by the limit.
 		{&st.overdue, `SELECT ` + msgCols + ` FROM messages WHERE id IN (

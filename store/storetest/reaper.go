@@ -135,11 +135,12 @@ func testLookup(t *testing.T, open opener) {
 
 	t.Run("Counts", func(t *testing.T) {
 		h := open(t)
-		add := func(tenant, route string, created time.Duration, path ...herald.Status) {
+		add := func(tenant, route string, created time.Duration, path ...herald.Status) string {
 			m := newMessage(route)
 			m.Tenant, m.CreatedAt = tenant, at(created)
 			h.create(m)
 			h.walk(m.ID, at(created), path...)
+			return m.ID
 		}
 		q, s, f := herald.StatusQueued, herald.StatusSentToNS, herald.StatusDeliveryFailed
 		add("acme", "r1", 3*time.Second)
@@ -147,7 +148,7 @@ func testLookup(t *testing.T, open opener) {
 		add("acme", "r1", 2*time.Second)
 		add("acme", "r1", 5*time.Second, q, s, f)
 		add("acme", "r2", 4*time.Second)
-		add("globex", "r1", 7*time.Second, q, s)
+		flying := add("globex", "r1", 7*time.Second, q, s)
 		add("globex", "r1", 6*time.Second, q, s)
 
 		got, err := h.s.Counts(h.ctx)
@@ -156,9 +157,9 @@ func testLookup(t *testing.T, open opener) {
 		}
 		want := []herald.Count{
 			{Tenant: "acme", Route: "r1", Status: q, N: 3, OldestCreated: at(time.Second)},
-			{Tenant: "acme", Route: "r1", Status: f, N: 1, OldestCreated: at(5 * time.Second)},
+			{Tenant: "acme", Route: "r1", Status: f, N: 1}, // the oldest of waiting messages only
 			{Tenant: "acme", Route: "r2", Status: q, N: 1, OldestCreated: at(4 * time.Second)},
-			{Tenant: "globex", Route: "r1", Status: s, N: 2, OldestCreated: at(6 * time.Second)},
+			{Tenant: "globex", Route: "r1", Status: s, N: 2},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("Counts = %+v, want %+v", got, want)
@@ -170,6 +171,46 @@ func testLookup(t *testing.T, open opener) {
 			if i < 0 || got[i].N != w.N || !sameTime(got[i].OldestCreated, w.OldestCreated) {
 				t.Errorf("Counts = %+v, missing %+v", got, w)
 			}
+		}
+
+		// A message leaving a status, deleted or not, leaves its count.
+		if n, err := h.s.Purge(h.ctx, herald.PurgeQuery{Tenant: "acme"}); err != nil || n != 1 {
+			t.Fatalf("Purge = %d, %v; want the one dead letter", n, err)
+		}
+		h.walk(flying, at(8*time.Second), s, herald.StatusDeliverySuccessful)
+		got, err = h.s.Counts(h.ctx)
+		if err != nil {
+			t.Fatalf("Counts: %v", err)
+		}
+		want = []herald.Count{
+			{Tenant: "acme", Route: "r1", Status: q, N: 3, OldestCreated: at(time.Second)},
+			{Tenant: "acme", Route: "r2", Status: q, N: 1, OldestCreated: at(4 * time.Second)},
+			{Tenant: "globex", Route: "r1", Status: s, N: 1},
+			{Tenant: "globex", Route: "r1", Status: herald.StatusDeliverySuccessful, N: 1},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("after a purge and a delivery: Counts = %+v, want %+v", got, want)
+		}
+		for _, w := range want {
+			if !slices.ContainsFunc(got, func(c herald.Count) bool { return c.Tenant == w.Tenant && c.Route == w.Route && c.Status == w.Status && c.N == w.N }) {
+				t.Errorf("after a purge and a delivery: Counts = %+v, missing %+v", got, w)
+			}
+		}
+
+		// A claim moves its messages' counts too.
+		if claimed := h.claim(at(9*time.Second), 2); len(claimed) != 2 {
+			t.Fatalf("claimed %d, want 2", len(claimed))
+		}
+		got, err = h.s.Counts(h.ctx)
+		if err != nil {
+			t.Fatalf("Counts: %v", err)
+		}
+		byStatus := map[herald.Status]int{}
+		for _, c := range got {
+			byStatus[c.Status] += c.N
+		}
+		if byStatus[q] != 2 || byStatus[s] != 3 {
+			t.Errorf("after claiming 2: Counts = %+v, want 2 QUEUED and 3 SENT_TO_NS", got)
 		}
 	})
 }

@@ -55,7 +55,7 @@ end
 
 -- Claim them; the sorted sets change together, one command per key.
 local lease = redis.call('INCRBY', P .. 'lease', #picked) - #picked
-local zrems, zadds, out = {}, {}, {}
+local zrems, zadds, sent, out = {}, {}, {}, {}
 local function push(t, k, a, b)
 	local list = t[k]
 	if not list then
@@ -79,7 +79,7 @@ for i, m in ipairs(picked) do
 	local s = packed(m)
 	redis.call('HSET', P .. 'm:' .. id, 's', s, 't', m.timeline)
 	push(zrems, group .. 'QUEUED', id)
-	push(zadds, group .. 'SENT_TO_NS', m.created, id)
+	sent[pair(m)] = (sent[pair(m)] or 0) + 1
 	push(zadds, P .. 'inflight', m.deadline, id)
 	local reply = m.reply
 	reply[#reply + 1], reply[#reply + 2], reply[#reply + 3], reply[#reply + 4] = 's', s, 't', m.timeline
@@ -90,5 +90,8 @@ for k, ids in pairs(zrems) do
 end
 for k, list in pairs(zadds) do
 	redis.call('ZADD', k, unpack(list))
+end
+for pr, n in pairs(sent) do
+	redis.call('HINCRBY', P .. 'cnt', pr .. '|SENT_TO_NS', n)
 end
 return out

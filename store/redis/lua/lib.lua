@@ -17,7 +17,10 @@
 --   failed        zset: DELIVERY_FAILED; score 0, so by id
 --   ten:<T>       zset: the ids of a tenant; score 0, so by id
 --   corr:<c>      zset: the ids of a correlation id; score 0
---   grp:<T|R|S>   zset: the ids of a tenant, route and status; score created_at
+--   grp:<T|R|S>   zset: the ids of a tenant, route and waiting status
+--                 (QUEUED, TO_RETRY); score created_at
+--   cnt           hash: T|R|S -> how many messages of a tenant and route are
+--                 in status S, for the other statuses
 --   pairs         set: the T|R of every grp: key
 --   idem          hash: T|R|idempotency key -> id
 --   coal:<T|R|K>  set: the waiting ids of a coalesce key
@@ -50,6 +53,10 @@ end
 
 local function inflight(st)
 	return st == 'SENT_TO_NS' or st == 'DELIVERED_TO_NS' or st == 'SENT_TO_DEVICE'
+end
+
+local function waiting(st)
+	return st == 'QUEUED' or st == 'TO_RETRY'
 end
 
 -- state returns message id, of fields s and k and of x, coal, t, corr and
@@ -112,14 +119,17 @@ local function negated(v)
 	return '-' .. v
 end
 
--- zsets returns the sorted sets that hold m, key -> score: its group's and
--- its status's. A QUEUED message is in ready when due at now, in delayed
+-- zsets returns the sorted sets that hold m, key -> score: its status's,
+-- and its group's when it waits. A QUEUED message is in ready when due at now, in delayed
 -- otherwise; with now nil (its place unknown) both are listed, score false.
 -- Scores are m's fields as they are, strings mostly: Redis parses them
 -- either way, and a number would be formatted first.
 local function zsets(m, now)
 	local st = m.st
-	local z = { [P .. 'grp:' .. m.tenant .. '|' .. m.route .. '|' .. st] = m.created }
+	local z = {}
+	if waiting(st) then
+		z[P .. 'grp:' .. m.tenant .. '|' .. m.route .. '|' .. st] = m.created
+	end
 	if st == 'QUEUED' then
 		if now == nil then
 			z[P .. 'ready'], z[P .. 'delayed'] = false, false
@@ -149,14 +159,33 @@ local function zsets(m, now)
 	return z
 end
 
+-- counted returns the field of cnt that counts m, nil when m waits (its
+-- group's sorted set counts it).
+local function counted(m)
+	if not waiting(m.st) then
+		return m.tenant .. '|' .. m.route .. '|' .. m.st
+	end
+end
+
 -- zpend, when set (deferz), collects the sorted-set changes of reindex
 -- instead of making them: key -> id -> new score, or false to remove it
 -- (the last change of an id in a key wins). flushz makes them, one ZREM
 -- and one ZADD per key, at the end of a script that reads none of them.
 local zpend
+-- cpend, alongside, collects the changes of cnt: field -> sum of changes.
+local cpend
 
 local function deferz()
-	zpend = {}
+	zpend, cpend = {}, {}
+end
+
+-- count adds d to field f of cnt.
+local function count(f, d)
+	if cpend then
+		cpend[f] = (cpend[f] or 0) + d
+	else
+		redis.call('HINCRBY', P .. 'cnt', f, d)
+	end
 end
 
 local function zset(k, id, score)
@@ -194,15 +223,30 @@ local function flushz()
 		end
 	end
 	zpend = nil
+	for f, d in pairs(cpend) do
+		if d ~= 0 then
+			redis.call('HINCRBY', P .. 'cnt', f, d)
+		end
+	end
+	cpend = nil
 end
 
 -- reindex moves message id between the indexes that depend on its state:
--- from sorted sets bz, coalesce set bc and external id field bx to those
--- of m (none when m is nil: it is deleted). now tells where a QUEUED m goes.
-local function reindex(id, bz, bc, bx, m, now)
-	local az, ac, ax = {}, nil, nil
+-- from sorted sets bz, coalesce set bc, external id field bx and count
+-- field bk to those of m (none when m is nil: it is deleted). now tells
+-- where a QUEUED m goes.
+local function reindex(id, bz, bc, bx, bk, m, now)
+	local az, ac, ax, ak = {}, nil, nil, nil
 	if m then
-		az, ac, ax = zsets(m, now), coalkey(m), extfield(m)
+		az, ac, ax, ak = zsets(m, now), coalkey(m), extfield(m), counted(m)
+	end
+	if bk ~= ak then
+		if bk then
+			count(bk, -1)
+		end
+		if ak then
+			count(ak, 1)
+		end
 	end
 	for k in pairs(bz) do
 		if az[k] == nil then
@@ -249,7 +293,7 @@ end
 -- to is m's status, it only updates the fields.
 local function move(m, to, at, reason, due, deadline, expires, ext, err, reset, subs)
 	local id, from = m.id, m.st
-	local bz, bc, bx = zsets(m), coalkey(m), extfield(m)
+	local bz, bc, bx, bk = zsets(m), coalkey(m), extfield(m), counted(m)
 	m.due, m.deadline = due, deadline
 	if num(expires) ~= 0 then
 		m.expires = expires
@@ -279,7 +323,7 @@ local function move(m, to, at, reason, due, deadline, expires, ext, err, reset, 
 		end
 		redis.call('HSET', key, unpack(h))
 	end
-	reindex(id, bz, bc, bx, m, num(at))
+	reindex(id, bz, bc, bx, bk, m, num(at))
 	if moved then
 		for _, sub in ipairs(subs) do
 			local eid = id .. '.' .. m.seq .. '.' .. sub
@@ -292,7 +336,7 @@ end
 -- delete removes message m (from load with keys) and its index entries.
 local function delete(m)
 	local id = m.id
-	reindex(id, zsets(m), coalkey(m), extfield(m), nil)
+	reindex(id, zsets(m), coalkey(m), extfield(m), counted(m), nil)
 	redis.call('DEL', P .. 'm:' .. id)
 	redis.call('ZREM', P .. 'ten:' .. m.tenant, id)
 	if m.corr ~= '' then
