@@ -192,7 +192,9 @@ func testLookup(t *testing.T, open opener) {
 			t.Fatalf("after a purge and a delivery: Counts = %+v, want %+v", got, want)
 		}
 		for _, w := range want {
-			if !slices.ContainsFunc(got, func(c herald.Count) bool { return c.Tenant == w.Tenant && c.Route == w.Route && c.Status == w.Status && c.N == w.N }) {
+			if !slices.ContainsFunc(got, func(c herald.Count) bool {
+				return c.Tenant == w.Tenant && c.Route == w.Route && c.Status == w.Status && c.N == w.N
+			}) {
 				t.Errorf("after a purge and a delivery: Counts = %+v, missing %+v", got, w)
 			}
 		}
