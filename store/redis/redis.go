@@ -15,8 +15,9 @@
 // first out), delayed (QUEUED, due later), retry, inflight (by deadline),
 // poll, expiry, done (terminal, by update time, for Prune) and failed (the
 // dead letters). List walks the ids of a tenant or of a correlation id;
-// Counts reads one sorted set per tenant, route and status, by creation
-// time. Hashes and sets map idempotency keys, coalesce keys and external
+// Counts reads one sorted set per tenant, route and waiting status, by
+// creation time (the queue's age), and a hash of counts for the other
+// statuses. Hashes and sets map idempotency keys, coalesce keys and external
 // ids to messages; the outbox is a hash per event and a sorted set of due
 // events. lua/lib.lua lists every key.
 //
