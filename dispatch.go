@@ -108,6 +108,9 @@ func (e *Engine) claimAhead(ctx context.Context, limit int) claimed {
 	e.dispatchMu.Lock()
 	e.prefetched = append(e.prefetched, msgs...)
 	e.claimingN -= limit
+	if len(msgs) < limit {
+		e.pace.ranOut()
+	}
 	e.dispatchMu.Unlock()
 	return claimed{n: len(msgs)}
 }

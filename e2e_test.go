@@ -544,3 +544,79 @@ func TestStopStartsNoFurtherSends(t *testing.T) {
 		t.Fatalf("%d sends, want 1: a send started after Stop", n)
 	}
 }
+
+// blocked is a carrier whose sends, once it is shut, wait for its gate.
+type blocked struct {
+	shut  atomic.Bool
+	gate  chan struct{}
+	sends atomic.Int64
+}
+
+func (b *blocked) Path() herald.Path              { return herald.PathDirect }
+func (b *blocked) Validate(*herald.Message) error { return nil }
+func (b *blocked) Send(ctx context.Context, _ *herald.Message) (herald.SendResult, error) {
+	if !b.shut.Load() {
+		return herald.SendResult{}, nil
+	}
+	b.sends.Add(1)
+	select {
+	case <-b.gate:
+		return herald.SendResult{}, nil
+	case <-ctx.Done():
+		return herald.SendResult{}, ctx.Err()
+	}
+}
+
+func TestBurstAfterIdleIsNotClaimedFarAheadOfBusySlots(t *testing.T) {
+	c := &blocked{gate: make(chan struct{})}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.Concurrency, cfg.PollInterval = 2, time.Hour },
+		[]herald.Route{{Name: "chat", Carrier: c, Policy: p}})
+	ctx := context.Background()
+	// A fast phase: the claims run far ahead of the 2 slots.
+	for i := range 1000 {
+		r.send(herald.SendRequest{Route: "chat", Target: "1", Text: fmt.Sprint(i)})
+	}
+	if err := r.eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		close(c.gate)
+		r.eng.Stop(ctx)
+	}()
+	sentToNS := func() int {
+		counts, err := r.store.Counts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range counts {
+			if c.Status != herald.StatusDeliverySuccessful {
+				n += c.N
+			}
+		}
+		return n
+	}
+	for sentToNS() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Idle, then a burst for slots that now take their time.
+	c.shut.Store(true)
+	time.Sleep(20 * time.Millisecond)
+	for i := range 300 {
+		r.send(herald.SendRequest{Route: "chat", Target: "1", Text: fmt.Sprint(i)})
+	}
+	for c.sends.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // any claim still to come
+	counts, err := r.store.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range counts {
+		if n.Status == herald.StatusSentToNS && n.N > 8 {
+			t.Fatalf("%d messages claimed for 2 busy slots; want a few", n.N)
+		}
+	}
+}

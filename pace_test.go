@@ -26,3 +26,22 @@ func TestPaceGrowsWhenStarvedAndShrinksBack(t *testing.T) {
 		t.Fatalf("margin after 100 claims without starving = %d, want back to the least, 10", prev)
 	}
 }
+
+func TestPaceStartsOverWhenTheQueueRunsOut(t *testing.T) {
+	var p pace
+	for range 5 {
+		p.noteStarved()
+		p.next(10, 512)
+	}
+	if p.ahead != 160 {
+		t.Fatalf("margin after starving 5 times = %d, want 160", p.ahead)
+	}
+	// Idle slots while nothing is due must not grow the margin either: a
+	// burst after an idle spell would otherwise be claimed far ahead of
+	// slow slots.
+	p.ranOut()
+	p.noteStarved()
+	if got := p.next(10, 512); got != 10 {
+		t.Fatalf("margin after running out = %d, want the least, 10", got)
+	}
+}
