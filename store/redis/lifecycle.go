@@ -2,10 +2,12 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/heraldmq/herald"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // Claim moves up to c.Limit due QUEUED messages to SENT_TO_NS, highest
@@ -24,12 +26,40 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 	if err != nil {
 		return nil, wrap(ctx, "claim", err)
 	}
-	replies, _ := res.([]any)
-	claimed := make([]*herald.Message, len(replies))
-	for i, r := range replies {
-		if claimed[i], err = decodeReply(r); err != nil {
-			return nil, wrap(ctx, "claim", err)
+	claimed, err := s.readClaimed(ctx, res)
+	return claimed, wrap(ctx, "claim", err)
+}
+
+// readClaimed reads the messages of claim.lua's reply, with the fields
+// that the claim set, whatever happened to them since (a cancel, say: the
+// claim's lease then records nothing). A message deleted since is left out.
+func (s *Store) readClaimed(ctx context.Context, reply any) ([]*herald.Message, error) {
+	rows, _ := reply.([]any)
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		row, _ := r.([]any)
+		if len(row) != 3 {
+			return nil, errors.New("unexpected claim reply")
 		}
+		keys[i] = s.key("m:" + str(row[0]))
+	}
+	cmds, err := s.pipelined(ctx, keys, func(p goredis.Pipeliner, key string) { p.HGetAll(ctx, key) })
+	if err != nil {
+		return nil, err
+	}
+	claimed := make([]*herald.Message, 0, len(rows))
+	for i, c := range cmds {
+		h := c.(*goredis.MapStringStringCmd).Val()
+		if len(h) == 0 {
+			continue
+		}
+		row := rows[i].([]any)
+		h["s"], h["t"] = str(row[1]), str(row[2])
+		m, _, err := decode(h)
+		if err != nil {
+			return nil, err
+		}
+		claimed = append(claimed, m)
 	}
 	return claimed, nil
 }

@@ -1,7 +1,8 @@
 -- claim.lua is Store.Claim. ARGV: now, limit, the default accept timeout,
 -- then pairs of route (escaped) and accept timeout. It returns the claimed
--- messages, in claim order, each as its HGETALL reply before the claim
--- followed by the fields s and t that the claim set.
+-- messages, in claim order, each as {id, s, t}: its id and the fields that
+-- the claim set. The caller reads the rest of the hashes, which a claim
+-- does not change, off the script.
 local now, limit, default = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local timeouts = {}
 for i = 4, #ARGV, 2 do
@@ -31,14 +32,8 @@ while #picked < limit do
 	end
 	for i = 1, #popped, 2 do
 		local id = popped[i]
-		local reply = redis.call('HGETALL', P .. 'm:' .. id)
-		local f = {}
-		for j = 1, #reply, 2 do
-			f[reply[j]] = reply[j + 1]
-		end
-		if f.s then
-			local m = state(id, f.s, f.k, f.x, f.coal, f.t)
-			m.reply = reply
+		local m = load(id)
+		if m then
 			if m.st == 'QUEUED' then
 				if num(m.due) > now then
 					redis.call('ZADD', P .. 'delayed', m.due, id)
@@ -81,9 +76,7 @@ for i, m in ipairs(picked) do
 	push(zrems, group .. 'QUEUED', id)
 	sent[pair(m)] = (sent[pair(m)] or 0) + 1
 	push(zadds, P .. 'inflight', m.deadline, id)
-	local reply = m.reply
-	reply[#reply + 1], reply[#reply + 2], reply[#reply + 3], reply[#reply + 4] = 's', s, 't', m.timeline
-	out[i] = reply
+	out[i] = { id, s, m.timeline }
 end
 for k, ids in pairs(zrems) do
 	redis.call('ZREM', k, unpack(ids))
