@@ -134,7 +134,7 @@ func Open(rawURL string) (*Store, error) {
 	}
 	s := &Store{client: client, keys: []string{"{" + prefix + "}:"}, quit: make(chan struct{})}
 	s.creates = newBatcher(s, createScript, 3, 64)
-	s.transitions = newBatcher(s, transitionScript, 8, 8)
+	s.transitions = newBatcher(s, transitionScript, 4, 64)
 	return s, nil
 }
 
