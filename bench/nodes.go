@@ -62,6 +62,8 @@ func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore 
 	for _, n := range started {
 		fmt.Fprintln(n.in, "go")
 	}
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
 	for {
 		lost, err := countNotDelivered(ctx, store, w.N)
 		if err != nil {
@@ -70,8 +72,10 @@ func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore 
 		if lost == 0 {
 			break
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		select {
+		case <-ctx.Done():
 			return res, ctx.Err()
+		case <-poll.C:
 		}
 	}
 	elapsed := time.Since(start)
@@ -146,15 +150,4 @@ func payload256() []byte {
 		p[i] = byte(i)
 	}
 	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // A message is a hash of these fields (see lua/lib.lua):
@@ -22,31 +22,15 @@ import (
 //
 // Absent fields are empty.
 
-// ms returns t in unix milliseconds, 0 for the zero time.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromMS is the inverse of ms, in UTC.
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
 // hashFields appends the field/value pairs of m's hash to args.
 func hashFields(args []any, m *herald.Message) []any {
 	buf := make([]byte, 0, 128)
 	buf = append(buf, m.Status...)
-	for _, n := range []int64{int64(m.Attempt), m.Lease, 0, ms(m.UpdatedAt), ms(m.DueAt), ms(m.Deadline), ms(m.ExpiresAt)} {
+	for _, n := range []int64{int64(m.Attempt), m.Lease, 0, unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt)} {
 		buf = strconv.AppendInt(append(buf, '|'), n, 10)
 	}
 	s := len(buf)
-	buf = strconv.AppendInt(buf, ms(m.CreatedAt), 10)
+	buf = strconv.AppendInt(buf, unixms.From(m.CreatedAt), 10)
 	buf = strconv.AppendInt(append(buf, '|'), int64(m.Priority), 10)
 	buf = append(append(append(append(buf, '|'), esc(m.Tenant)...), '|'), esc(m.Route)...)
 	args = append(args, "s", buf[:s], "k", buf[s:], "b", appendBody(buf[len(buf):], m))
@@ -103,13 +87,13 @@ func (r *body) uvarint() uint64 {
 	return v
 }
 
+// varint reads what binary.AppendVarint wrote: a zig-zag uvarint.
 func (r *body) varint() int64 {
-	v, n := binary.Varint([]byte(r.b[:min(len(r.b), binary.MaxVarintLen64)]))
-	if n <= 0 {
-		r.err, r.b = errBody, ""
-		return 0
+	u := r.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	r.b = r.b[n:]
 	return v
 }
 
@@ -141,8 +125,8 @@ func decode(h map[string]string) (*herald.Message, int, error) {
 		nums[i] = n
 	}
 	m := &herald.Message{
-		Status: herald.Status(s[0]), Attempt: int(nums[0]), Lease: nums[1], UpdatedAt: fromMS(nums[2]),
-		DueAt: fromMS(nums[3]), Deadline: fromMS(nums[4]), ExpiresAt: fromMS(nums[5]), CreatedAt: fromMS(nums[6]),
+		Status: herald.Status(s[0]), Attempt: int(nums[0]), Lease: nums[1], UpdatedAt: unixms.Time(nums[2]),
+		DueAt: unixms.Time(nums[3]), Deadline: unixms.Time(nums[4]), ExpiresAt: unixms.Time(nums[5]), CreatedAt: unixms.Time(nums[6]),
 		Priority: int(nums[7]), Tenant: unesc(k[2]), Route: unesc(k[3]),
 		ExternalID: h["x"], LastError: h["e"], CoalesceKey: h["coal"], CorrelationID: h["corr"], IdempotencyKey: h["idem"],
 	}
@@ -216,7 +200,7 @@ func decodeEntry(t string) (herald.TimelineEntry, string, error) {
 	if err1 != nil || err2 != nil || err3 != nil || n < 0 || n > len(f[5]) {
 		return herald.TimelineEntry{}, "", fmt.Errorf("malformed timeline %q", t)
 	}
-	e := herald.TimelineEntry{At: fromMS(at), From: herald.Status(f[1]), To: herald.Status(f[2]), Attempt: attempt, Reason: f[5][:n]}
+	e := herald.TimelineEntry{At: unixms.Time(at), From: herald.Status(f[1]), To: herald.Status(f[2]), Attempt: attempt, Reason: f[5][:n]}
 	return e, f[5][n:], nil
 }
 

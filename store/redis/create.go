@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // Create stores m as QUEUED with its creation entry, unless its idempotency
@@ -15,7 +16,7 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	msg := herald.AsCreated(m)
 	args := make([]any, 0, 64)
 	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), msg.IdempotencyKey, msg.CoalesceKey, msg.CorrelationID,
-		ms(msg.CreatedAt), ms(msg.DueAt), ms(msg.ExpiresAt), msg.Priority, len(opt.CoalesceNotify))
+		unixms.From(msg.CreatedAt), unixms.From(msg.DueAt), unixms.From(msg.ExpiresAt), msg.Priority, len(opt.CoalesceNotify))
 	for _, sub := range opt.CoalesceNotify {
 		args = append(args, sub)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // purgeChunk is how many dead letters one purge script looks at: Purge
@@ -18,7 +19,7 @@ const purgeChunk = 500
 func (s *Store) Purge(ctx context.Context, q herald.PurgeQuery) (int, error) {
 	total, cursor := 0, ""
 	for {
-		res, err := s.eval(ctx, purgeScript, esc(q.Tenant), esc(q.Route), ms(q.Before), cursor, purgeChunk)
+		res, err := s.eval(ctx, purgeScript, esc(q.Tenant), esc(q.Route), unixms.From(q.Before), cursor, purgeChunk)
 		if err != nil {
 			return total, wrap(ctx, "purge", err)
 		}
@@ -43,7 +44,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, er
 	if limit <= 0 {
 		return 0, nil
 	}
-	res, err := s.eval(ctx, pruneScript, ms(before), limit)
+	res, err := s.eval(ctx, pruneScript, unixms.From(before), limit)
 	if err != nil {
 		return 0, wrap(ctx, "prune", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // ClaimEvents returns up to limit outbox events due at now, earliest first,
@@ -15,7 +16,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, lease
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := s.eval(ctx, claimEventsScript, ms(now), limit, ms(leaseUntil))
+	res, err := s.eval(ctx, claimEventsScript, unixms.From(now), limit, unixms.From(leaseUntil))
 	if err != nil {
 		return nil, wrap(ctx, "claim events", err)
 	}
@@ -33,7 +34,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, lease
 		}
 		events[i] = herald.Event{
 			ID: str(row[0]), Subscriber: str(row[1]), MessageID: str(row[2]), Type: herald.Status(str(row[3])),
-			At: fromMS(at), Attempt: attempt,
+			At: unixms.Time(at), Attempt: attempt,
 		}
 	}
 	return events, nil
@@ -50,7 +51,7 @@ func (s *Store) SettleEvent(ctx context.Context, r herald.EventResult) error {
 	case r.Dead:
 		outcome = "dead"
 	}
-	res, err := s.eval(ctx, settleEventScript, r.ID, outcome, ms(r.RetryAt), r.Attempt, r.Error)
+	res, err := s.eval(ctx, settleEventScript, r.ID, outcome, unixms.From(r.RetryAt), r.Attempt, r.Error)
 	if err != nil {
 		return wrap(ctx, "settle event", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // Claim moves up to c.Limit due QUEUED messages to SENT_TO_NS, highest
@@ -18,7 +18,7 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 		return nil, nil
 	}
 	args := make([]any, 0, 3+2*len(c.AcceptTimeouts))
-	args = append(args, ms(c.Now), c.Limit, c.DefaultAccept.Milliseconds())
+	args = append(args, unixms.From(c.Now), c.Limit, c.DefaultAccept.Milliseconds())
 	for route, d := range c.AcceptTimeouts {
 		args = append(args, esc(route), d.Milliseconds())
 	}
@@ -35,21 +35,20 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 // claim's lease then records nothing). A message deleted since is left out.
 func (s *Store) readClaimed(ctx context.Context, reply any) ([]*herald.Message, error) {
 	rows, _ := reply.([]any)
-	keys := make([]string, len(rows))
+	ids := make([]string, len(rows))
 	for i, r := range rows {
 		row, _ := r.([]any)
 		if len(row) != 3 {
 			return nil, errors.New("unexpected claim reply")
 		}
-		keys[i] = s.key("m:" + str(row[0]))
+		ids[i] = str(row[0])
 	}
-	cmds, err := s.pipelined(ctx, keys, func(p goredis.Pipeliner, key string) { p.HGetAll(ctx, key) })
+	hashes, err := s.hashes(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	claimed := make([]*herald.Message, 0, len(rows))
-	for i, c := range cmds {
-		h := c.(*goredis.MapStringStringCmd).Val()
+	for i, h := range hashes {
 		if len(h) == 0 {
 			continue
 		}
@@ -74,8 +73,8 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 		reset = 1
 	}
 	args := make([]any, 0, 12+len(t.Notify))
-	args = append(args, t.ID, string(t.From), string(t.To), t.Lease, ms(t.At), ms(t.DueAt), ms(t.Deadline),
-		ms(t.ExpiresAt), t.ExternalID, t.LastError, reset, t.Reason)
+	args = append(args, t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
+		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, reset, t.Reason)
 	for _, sub := range t.Notify {
 		args = append(args, sub)
 	}
@@ -101,7 +100,7 @@ func (s *Store) Release(ctx context.Context, now time.Time, limit int) (int, err
 	if limit <= 0 {
 		return 0, nil
 	}
-	res, err := s.eval(ctx, releaseScript, ms(now), limit)
+	res, err := s.eval(ctx, releaseScript, unixms.From(now), limit)
 	if err != nil {
 		return 0, wrap(ctx, "release", err)
 	}

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // defaultListLimit is List's page size when the query names none.
@@ -190,17 +191,12 @@ func (s *Store) pipelined(ctx context.Context, keys []string, cmd func(p goredis
 
 // read returns the messages ids, nil for those that no longer exist.
 func (s *Store) read(ctx context.Context, ids []string) ([]*herald.Message, error) {
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = s.key("m:" + id)
-	}
-	cmds, err := s.pipelined(ctx, keys, func(p goredis.Pipeliner, key string) { p.HGetAll(ctx, key) })
+	hashes, err := s.hashes(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	msgs := make([]*herald.Message, len(ids))
-	for i, c := range cmds {
-		h := c.(*goredis.MapStringStringCmd).Val()
+	for i, h := range hashes {
 		if len(h) == 0 {
 			continue
 		}
@@ -211,14 +207,32 @@ func (s *Store) read(ctx context.Context, ids []string) ([]*herald.Message, erro
 	return msgs, nil
 }
 
+// hashes reads the hashes of messages ids in one round trip, empty for
+// those that no longer exist.
+func (s *Store) hashes(ctx context.Context, ids []string) ([]map[string]string, error) {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = s.key("m:" + id)
+	}
+	cmds, err := s.pipelined(ctx, keys, func(p goredis.Pipeliner, key string) { p.HGetAll(ctx, key) })
+	if err != nil {
+		return nil, err
+	}
+	hashes := make([]map[string]string, len(cmds))
+	for i, c := range cmds {
+		hashes[i] = c.(*goredis.MapStringStringCmd).Val()
+	}
+	return hashes, nil
+}
+
 // matches reports whether m passes q's filters.
 func matches(q herald.Query, m *herald.Message) bool {
-	updated := ms(m.UpdatedAt)
+	updated := unixms.From(m.UpdatedAt)
 	return (q.Tenant == "" || m.Tenant == q.Tenant) &&
 		(q.Status == "" || m.Status == q.Status) &&
 		(q.Route == "" || m.Route == q.Route) &&
 		(q.CorrelationID == "" || m.CorrelationID == q.CorrelationID) &&
 		(q.Reason == "" || strings.Contains(m.LastError, q.Reason)) &&
-		(q.Since.IsZero() || updated >= ms(q.Since)) &&
-		(q.Until.IsZero() || updated < ms(q.Until))
+		(q.Since.IsZero() || updated >= unixms.From(q.Since)) &&
+		(q.Until.IsZero() || updated < unixms.From(q.Until))
 }

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // Get returns the message with its timeline.
@@ -32,7 +33,7 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]*heral
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := s.eval(ctx, overdueScript, ms(now), limit)
+	res, err := s.eval(ctx, overdueScript, unixms.From(now), limit)
 	if err != nil {
 		return nil, wrap(ctx, "overdue", err)
 	}
@@ -117,7 +118,7 @@ func (s *Store) counts(ctx context.Context) ([]herald.Count, error) {
 			return nil, errors.New("unexpected counts reply")
 		}
 		counts = append(counts, herald.Count{
-			Tenant: parts[0], Route: parts[1], Status: herald.Status(parts[2]), N: n, OldestCreated: fromMS(int64(oldest)),
+			Tenant: parts[0], Route: parts[1], Status: herald.Status(parts[2]), N: n, OldestCreated: unixms.Time(int64(oldest)),
 		})
 	}
 	slices.SortFunc(counts, func(a, b herald.Count) int {

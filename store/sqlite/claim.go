@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // Claim moves up to c.Limit due QUEUED messages to SENT_TO_NS, highest
@@ -72,7 +73,7 @@ func (s *Store) readClaimed(ctx context.Context, claims []claimedRow) ([]*herald
 	for _, m := range msgs {
 		c := byID[m.ID]
 		m.Status, m.Attempt, m.Lease = herald.StatusSentToNS, c.attempt, c.lease
-		m.Deadline, m.UpdatedAt = fromMS(c.deadline), fromMS(c.at)
+		m.Deadline, m.UpdatedAt = unixms.Time(c.deadline), unixms.Time(c.at)
 	}
 	slices.SortFunc(msgs, func(a, b *herald.Message) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.ID, b.ID))
@@ -89,12 +90,12 @@ func (tx *wtx) claim(c herald.Claim) ([]claimedRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease, at := tx.nextLease(), ms(c.Now)
+	lease, at := tx.nextLease(), unixms.From(c.Now)
 	args := make([]any, 0, 5+2*len(routes))
-	args = append(args, at, ms(c.Now.Add(c.DefaultAccept)), lease, c.Limit,
+	args = append(args, at, unixms.From(c.Now.Add(c.DefaultAccept)), lease, c.Limit,
 		entryTail(c.Now, herald.StatusQueued, herald.StatusSentToNS, ""))
 	for _, r := range routes {
-		args = append(args, r, ms(c.Now.Add(c.AcceptTimeouts[r])))
+		args = append(args, r, unixms.From(c.Now.Add(c.AcceptTimeouts[r])))
 	}
 	rows, err := stmt.Query(args...)
 	return collect(rows, err, func(sc rowScanner) (claimedRow, error) {

@@ -4,9 +4,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // msgCols are the messages columns that make up a herald.Message, timeline
@@ -24,22 +24,6 @@ const (
 	terminalSQL = `(status = 'DELIVERY_SUCCESSFUL' OR status = 'DELIVERY_FAILED' OR status = 'CANCELLED')`
 	activeSQL   = `status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED'`
 )
-
-// ms returns t in unix milliseconds, 0 for the zero time.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromMS is the inverse of ms, in UTC.
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
 
 // encodeParams returns params as a JSON object, "" when there are none.
 func encodeParams(params map[string]string) (string, error) {
@@ -73,8 +57,8 @@ func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
 		return nil, err
 	}
 	m.Status = herald.Status(status)
-	m.CreatedAt, m.UpdatedAt, m.DueAt = fromMS(created), fromMS(updated), fromMS(due)
-	m.Deadline, m.ExpiresAt = fromMS(deadline), fromMS(expires)
+	m.CreatedAt, m.UpdatedAt, m.DueAt = unixms.Time(created), unixms.Time(updated), unixms.Time(due)
+	m.Deadline, m.ExpiresAt = unixms.Time(deadline), unixms.Time(expires)
 	m.Payload = payload
 	if params != "" {
 		if err := json.Unmarshal([]byte(params), &m.Params); err != nil {

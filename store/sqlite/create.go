@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // Create stores m as QUEUED with its creation entry, unless its idempotency
@@ -79,8 +80,8 @@ func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
 func (tx *wtx) insert(m *herald.Message, params string) error {
 	_, err := tx.st.insertMessage.Exec(
 		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID,
-		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, ms(m.CreatedAt),
-		ms(m.UpdatedAt), ms(m.DueAt), ms(m.Deadline), ms(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease,
+		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, unixms.From(m.CreatedAt),
+		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease,
 		params, m.Text, m.Payload, encodeEntry(m.Timeline[0]))
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // Purge deletes the DELIVERY_FAILED messages of q.Tenant (every tenant when
@@ -15,7 +16,7 @@ func (s *Store) Purge(ctx context.Context, q herald.PurgeQuery) (int, error) {
 	var n int
 	err := s.write(ctx, func(tx *wtx) error {
 		var err error
-		n, err = deleted(tx.st.purge.Exec(q.Tenant, q.Route, ms(q.Before)))
+		n, err = deleted(tx.st.purge.Exec(q.Tenant, q.Route, unixms.From(q.Before)))
 		return err
 	})
 	return n, wrap("purge", err)
@@ -30,7 +31,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, er
 	var n int
 	err := s.write(ctx, func(tx *wtx) error {
 		var err error
-		n, err = deleted(tx.st.prune.Exec(ms(before), limit))
+		n, err = deleted(tx.st.prune.Exec(unixms.From(before), limit))
 		return err
 	})
 	return n, wrap("prune", err)

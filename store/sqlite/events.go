@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // ClaimEvents returns up to limit live outbox events due at now, earliest
@@ -16,7 +17,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, lease
 	}
 	var events []herald.Event
 	err := s.write(ctx, func(tx *wtx) error {
-		rows, err := tx.st.claimEvents.Query(ms(leaseUntil), ms(now), limit)
+		rows, err := tx.st.claimEvents.Query(unixms.From(leaseUntil), unixms.From(now), limit)
 		events, err = collect(rows, err, scanEvent)
 		return err
 	})
@@ -31,7 +32,7 @@ func scanEvent(sc rowScanner) (herald.Event, error) {
 		at  int64
 	)
 	err := sc.Scan(&e.ID, &e.Subscriber, &e.MessageID, &typ, &at, &e.Attempt)
-	e.Type, e.At = herald.Status(typ), fromMS(at)
+	e.Type, e.At = herald.Status(typ), unixms.Time(at)
 	return e, err
 }
 
@@ -50,7 +51,7 @@ func (s *Store) SettleEvent(ctx context.Context, r herald.EventResult) error {
 		case r.Dead:
 			res, err = tx.st.killEvent.Exec(r.Attempt, r.Error, r.ID)
 		default:
-			res, err = tx.st.retryEvent.Exec(ms(r.RetryAt), r.Attempt, r.Error, r.ID)
+			res, err = tx.st.retryEvent.Exec(unixms.From(r.RetryAt), r.Attempt, r.Error, r.ID)
 		}
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // defaultListLimit is List's page size when the query names none.
@@ -53,10 +54,10 @@ func (s *Store) List(ctx context.Context, q herald.Query) ([]*herald.Message, st
 		add("instr(last_error, ?) > 0", q.Reason)
 	}
 	if !q.Since.IsZero() {
-		add("updated_at >= ?", ms(q.Since))
+		add("updated_at >= ?", unixms.From(q.Since))
 	}
 	if !q.Until.IsZero() {
-		add("updated_at < ?", ms(q.Until))
+		add("updated_at < ?", unixms.From(q.Until))
 	}
 	if q.Cursor != "" {
 		add("id < ?", q.Cursor)
@@ -85,7 +86,7 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]*heral
 	if limit <= 0 {
 		return nil, nil
 	}
-	msgs, err := scanMessages(s.rs.overdue.QueryContext(ctx, ms(now), limit))
+	msgs, err := scanMessages(s.rs.overdue.QueryContext(ctx, unixms.From(now), limit))
 	return msgs, wrap("overdue", err)
 }
 
@@ -122,7 +123,7 @@ func (s *Store) Counts(ctx context.Context) ([]herald.Count, error) {
 			oldest int64
 		)
 		err := sc.Scan(&c.Tenant, &c.Route, &status, &c.N, &oldest)
-		c.Status, c.OldestCreated = herald.Status(status), fromMS(oldest)
+		c.Status, c.OldestCreated = herald.Status(status), unixms.Time(oldest)
 		return c, err
 	})
 	return counts, wrap("counts", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // A message's timeline lives in its row, in the timeline column: the entries
@@ -27,7 +28,7 @@ func entryTail(at time.Time, from, to herald.Status, reason string) string {
 	var b strings.Builder
 	b.Grow(len(from) + len(to) + len(reason) + 24)
 	b.WriteByte('|')
-	b.WriteString(strconv.FormatInt(ms(at), 10))
+	b.WriteString(strconv.FormatInt(unixms.From(at), 10))
 	b.WriteByte('|')
 	b.WriteString(string(from))
 	b.WriteByte('|')
@@ -75,6 +76,6 @@ func parseEntry(line string) (herald.TimelineEntry, error) {
 	if err != nil {
 		return e, fmt.Errorf("reason: %w", err)
 	}
-	e.Attempt, e.At, e.From, e.To, e.Reason = attempt, fromMS(at), herald.Status(f[2]), herald.Status(f[3]), reason
+	e.Attempt, e.At, e.From, e.To, e.Reason = attempt, unixms.Time(at), herald.Status(f[2]), herald.Status(f[3]), reason
 	return e, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 // Transition applies t if the message is still in t.From (and under
@@ -32,8 +33,8 @@ func (tx *wtx) transition(t herald.Transition) error {
 	moved := t.To != t.From
 	var seq int
 	err := tx.st.transition.QueryRow(
-		string(t.To), ms(t.At), ms(t.DueAt), ms(t.Deadline),
-		ms(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
+		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
+		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
 		moved, entryTail(t.At, t.From, t.To, t.Reason),
 	).Scan(&seq)
@@ -45,7 +46,7 @@ func (tx *wtx) transition(t herald.Transition) error {
 	}
 	for _, sub := range t.Notify {
 		id := t.ID + "." + strconv.Itoa(seq) + "." + sub
-		if _, err := tx.st.insertEvent.Exec(id, sub, t.ID, string(t.To), ms(t.At)); err != nil {
+		if _, err := tx.st.insertEvent.Exec(id, sub, t.ID, string(t.To), unixms.From(t.At)); err != nil {
 			return err
 		}
 	}
@@ -66,8 +67,8 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 	for _, t := range ts {
 		args = append(args,
 			t.ID, string(t.From), t.Lease,
-			string(t.To), ms(t.At), ms(t.DueAt), ms(t.Deadline),
-			ms(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
+			string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
+			unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 			t.To != t.From, entryTail(t.At, t.From, t.To, t.Reason))
 	}
 	rows, err := stmt.Query(args...)
@@ -101,7 +102,7 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 		}
 		for _, sub := range t.Notify {
 			id := t.ID + "." + strconv.Itoa(seq) + "." + sub
-			if _, err := tx.st.insertEvent.Exec(id, sub, t.ID, string(t.To), ms(t.At)); err != nil {
+			if _, err := tx.st.insertEvent.Exec(id, sub, t.ID, string(t.To), unixms.From(t.At)); err != nil {
 				return nil, err
 			}
 		}
@@ -171,12 +172,12 @@ func (s *Store) Release(ctx context.Context, now time.Time, limit int) (int, err
 	var n int
 	err := s.write(ctx, func(tx *wtx) error {
 		n = 0
-		rows, err := tx.st.selectRetry.Query(ms(now), limit)
+		rows, err := tx.st.selectRetry.Query(unixms.From(now), limit)
 		due, err := collect(rows, err, func(sc rowScanner) (herald.Transition, error) {
 			var dueAt int64
 			t := herald.Transition{From: herald.StatusToRetry, To: herald.StatusQueued, At: now}
 			err := sc.Scan(&t.ID, &dueAt)
-			t.DueAt = fromMS(dueAt)
+			t.DueAt = unixms.Time(dueAt)
 			return t, err
 		})
 		if err != nil {
