@@ -11,9 +11,8 @@ import (
 // dispatchLoop starts sends from the prefetched buffer as send slots free
 // up, and claims in the background whenever the buffer runs low (see
 // claimWant), up to maxClaims claims at once: sends go on while a claim
-// waits for its commit.
-// It sleeps when nothing is due until woken by a new message, a finished
-// send or the poll interval.
+// waits for its commit. It sleeps when nothing is due until woken by a new
+// message, a finished send or the poll interval.
 func (e *Engine) dispatchLoop(ctx context.Context) {
 	ticker := time.NewTicker(e.cfg.PollInterval)
 	defer ticker.Stop()
@@ -99,19 +98,16 @@ type claimed struct {
 // claimAhead claims up to limit messages into the prefetched buffer.
 func (e *Engine) claimAhead(ctx context.Context, limit int) claimed {
 	msgs, err := e.claimMessages(ctx, limit)
+	e.dispatchMu.Lock()
+	defer e.dispatchMu.Unlock()
+	e.claimingN -= limit
 	if err != nil {
-		e.dispatchMu.Lock()
-		e.claimingN -= limit
-		e.dispatchMu.Unlock()
 		return claimed{err: err}
 	}
-	e.dispatchMu.Lock()
 	e.prefetched = append(e.prefetched, msgs...)
-	e.claimingN -= limit
 	if len(msgs) < limit {
 		e.pace.ranOut()
 	}
-	e.dispatchMu.Unlock()
 	return claimed{n: len(msgs)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/unixms"
@@ -24,10 +25,13 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 	if c.Limit <= 0 {
 		return nil, nil
 	}
-	var claims []claimedRow
+	var (
+		claims []claimedRow
+		lease  int64
+	)
 	err := s.write(ctx, func(tx *wtx) error {
 		var err error
-		claims, err = tx.claim(c)
+		claims, lease, err = tx.claim(c)
 		return err
 	})
 	if err != nil {
@@ -36,26 +40,26 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 	if len(claims) == 0 {
 		return nil, nil
 	}
-	msgs, err := s.readClaimed(ctx, claims)
+	msgs, err := s.readClaimed(ctx, claims, lease, c.Now)
 	if err != nil {
 		return nil, wrap("claim", err)
 	}
 	return msgs, nil
 }
 
-// claimedRow is what a claim changed in one message.
+// claimedRow is what a claim changed in one message besides the lease and
+// the time, which all the messages of a claim share.
 type claimedRow struct {
 	id       string
 	attempt  int
 	deadline int64
-	lease    int64
-	at       int64
 }
 
-// readClaimed reads the claimed messages and sets on each what the claim
-// changed, whatever happened to it since (a cancel, say: the claim's
-// lease then records nothing). A message deleted since is left out.
-func (s *Store) readClaimed(ctx context.Context, claims []claimedRow) ([]*herald.Message, error) {
+// readClaimed reads the claimed messages and sets on each what the claim at
+// now, under lease, changed, whatever happened to it since (a cancel, say:
+// the claim's lease then records nothing). A message deleted since is left
+// out.
+func (s *Store) readClaimed(ctx context.Context, claims []claimedRow, lease int64, now time.Time) ([]*herald.Message, error) {
 	ids := make([]string, len(claims))
 	byID := make(map[string]*claimedRow, len(claims))
 	for i := range claims {
@@ -72,8 +76,8 @@ func (s *Store) readClaimed(ctx context.Context, claims []claimedRow) ([]*herald
 	}
 	for _, m := range msgs {
 		c := byID[m.ID]
-		m.Status, m.Attempt, m.Lease = herald.StatusSentToNS, c.attempt, c.lease
-		m.Deadline, m.UpdatedAt = unixms.Time(c.deadline), unixms.Time(c.at)
+		m.Status, m.Attempt, m.Lease = herald.StatusSentToNS, c.attempt, lease
+		m.Deadline, m.UpdatedAt = unixms.Time(c.deadline), unixms.Time(unixms.From(now))
 	}
 	slices.SortFunc(msgs, func(a, b *herald.Message) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.ID, b.ID))
@@ -83,26 +87,27 @@ func (s *Store) readClaimed(ctx context.Context, claims []claimedRow) ([]*herald
 
 // claim is Claim inside the writer's transaction: one UPDATE moves the whole
 // batch and appends each message's timeline entry. All the messages of a
-// claim share its lease, which no other claim gets.
-func (tx *wtx) claim(c herald.Claim) ([]claimedRow, error) {
+// claim share its lease, which no other claim gets; claim returns it.
+func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 	routes := slices.Sorted(maps.Keys(c.AcceptTimeouts))
 	stmt, err := tx.st.claimStmt(tx.conn, len(routes))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	lease, at := tx.nextLease(), unixms.From(c.Now)
+	lease := tx.nextLease()
 	args := make([]any, 0, 5+2*len(routes))
-	args = append(args, at, unixms.From(c.Now.Add(c.DefaultAccept)), lease, c.Limit,
+	args = append(args, unixms.From(c.Now), unixms.From(c.Now.Add(c.DefaultAccept)), lease, c.Limit,
 		entryTail(c.Now, herald.StatusQueued, herald.StatusSentToNS, ""))
 	for _, r := range routes {
 		args = append(args, r, unixms.From(c.Now.Add(c.AcceptTimeouts[r])))
 	}
 	rows, err := stmt.Query(args...)
-	return collect(rows, err, func(sc rowScanner) (claimedRow, error) {
-		r := claimedRow{lease: lease, at: at}
+	claims, err := collect(rows, err, func(sc rowScanner) (claimedRow, error) {
+		var r claimedRow
 		err := sc.Scan(&r.id, &r.attempt, &r.deadline)
 		return r, err
 	})
+	return claims, lease, err
 }
 
 // claimStmt returns the claim statement for nRoutes routes with their own
