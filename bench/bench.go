@@ -25,8 +25,9 @@ type Result struct {
 	Lost      int     `json:"lost"`
 	Dup       int     `json:"dup"`
 	RSSMB     float64 `json:"rss_mb"`
-	CPUPerMsg float64 `json:"cpu_us_per_msg"`      // process CPU time (user and system) per message while timed, µs
-	IdealPct  float64 `json:"ideal_pct,omitempty"` // W4: share of the ideal throughput
+	CPUPerMsg float64 `json:"cpu_us_per_msg"`       // process CPU time (user and system) per message while timed, µs
+	IdealPct  float64 `json:"ideal_pct,omitempty"`  // W4: share of the ideal throughput
+	CarrierMS float64 `json:"carrier_ms,omitempty"` // W4: the carrier's mean time per send, as measured
 	Producers int     `json:"producers,omitempty"`
 	Nodes     int     `json:"nodes,omitempty"` // herald processes sharing the store (RunNodes)
 }
@@ -68,6 +69,7 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	}
 	defer store.Close()
 	carrier := newCarrier(w.Latency, w.FailFirst)
+	defer carrier.close()
 	done := &doneCounter{target: int64(w.N), reached: make(chan struct{})}
 	eng, err := newEngine(store, carrier, w.Concurrency, done)
 	if err != nil {
@@ -113,6 +115,7 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	if w.Latency > 0 {
 		ideal := float64(w.Concurrency) / w.Latency.Seconds()
 		res.IdealPct = round(100*res.MsgsPerS/ideal, 1)
+		res.CarrierMS = round(float64(carrier.meanLatency().Microseconds())/1000, 2)
 	}
 	return res, nil
 }

@@ -13,31 +13,49 @@ import (
 // after a fixed latency, optionally failing each message's first attempt,
 // and counts the sends per message to find duplicates.
 type carrier struct {
-	latency   time.Duration
+	latency   *alarm // nil: accepts at once
 	failFirst bool
 
-	mu    sync.Mutex
-	sends map[string]int
+	mu     sync.Mutex
+	sends  map[string]int
+	waited time.Duration // the sends' time in latency, in all
+	waits  int
 }
 
+// newCarrier returns a carrier that takes latency for each send; close
+// stops it.
 func newCarrier(latency time.Duration, failFirst bool) *carrier {
-	return &carrier{latency: latency, failFirst: failFirst, sends: make(map[string]int)}
+	c := &carrier{failFirst: failFirst, sends: make(map[string]int)}
+	if latency > 0 {
+		c.latency = newAlarm(latency)
+	}
+	return c
+}
+
+// close stops the carrier's alarm.
+func (c *carrier) close() {
+	if c.latency != nil {
+		c.latency.close()
+	}
 }
 
 func (c *carrier) Path() herald.Path              { return herald.PathDirect }
 func (c *carrier) Validate(*herald.Message) error { return nil }
 
 func (c *carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
-	if c.latency > 0 {
-		t := time.NewTimer(c.latency)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return herald.SendResult{}, ctx.Err()
+	var waited time.Duration
+	if c.latency != nil {
+		start := time.Now()
+		if err := c.latency.wait(ctx); err != nil {
+			return herald.SendResult{}, err
 		}
+		waited = time.Since(start)
 	}
 	c.mu.Lock()
+	if waited > 0 {
+		c.waited += waited
+		c.waits++
+	}
 	c.sends[m.ID]++
 	n := c.sends[m.ID]
 	c.mu.Unlock()
@@ -45,6 +63,16 @@ func (c *carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 		return herald.SendResult{}, errors.New("bench: first attempt fails")
 	}
 	return herald.SendResult{}, nil
+}
+
+// meanLatency returns the sends' mean time in the latency, as measured.
+func (c *carrier) meanLatency() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waits == 0 {
+		return 0
+	}
+	return c.waited / time.Duration(c.waits)
 }
 
 // duplicates counts successful sends beyond one per message.
