@@ -17,7 +17,8 @@ import (
 // nodes processes sharing one store: it preloads the messages, starts the
 // nodes with startNode (each runs ServeNode), times them until every message
 // is delivered, and counts duplicates from what the nodes report. Its
-// rss_mb is the largest node's peak.
+// rss_mb is the largest node's peak, its cpu_us_per_msg the nodes' CPU
+// time in all.
 func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore func() (herald.Store, error), startNode func() *exec.Cmd) (Result, error) {
 	res := Result{Peer: peer, Workload: w.Name, N: w.N, Nodes: nodes}
 	store, err := newStore()
@@ -79,28 +80,32 @@ func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore 
 		}
 	}
 	elapsed := time.Since(start)
-	sends := 0
+	sends, cpuMicros := 0, int64(0)
 	for _, n := range started {
 		n.in.Close() // stop
 		var report struct {
 			Sends int
 			RSSMB float64 `json:"rss_mb"`
+			CPU   int64   `json:"cpu_us"`
 		}
 		if n.out.Scan() {
 			_ = json.Unmarshal(n.out.Bytes(), &report)
 		}
 		sends += report.Sends
+		cpuMicros += report.CPU
 		res.RSSMB = max(res.RSSMB, report.RSSMB)
 	}
 	res.Dup = max(sends-w.N, 0)
 	res.Seconds = round(elapsed.Seconds(), 3)
 	res.MsgsPerS = round(float64(w.N)/elapsed.Seconds(), 0)
+	res.CPUPerMsg = round(float64(cpuMicros)/float64(w.N), 1)
 	return res, nil
 }
 
 // ServeNode is one node of RunNodes: it prints "ready", starts dispatching
 // from store with the in-process carrier when a line arrives on in, stops
-// when in closes, and prints {"sends":N,"rss_mb":peak}.
+// when in closes, and prints {"sends":N,"rss_mb":peak,"cpu_us":C}, C its
+// CPU time while dispatching.
 func ServeNode(ctx context.Context, store herald.Store, concurrency int, in io.Reader, out io.Writer) error {
 	carrier := newCarrier(0, false)
 	eng, err := newEngine(store, carrier, concurrency, nil)
@@ -112,6 +117,7 @@ func ServeNode(ctx context.Context, store herald.Store, concurrency int, in io.R
 	if !sc.Scan() {
 		return nil
 	}
+	startCPU := cpuTime()
 	if err := eng.Start(ctx); err != nil {
 		return err
 	}
@@ -120,13 +126,14 @@ func ServeNode(ctx context.Context, store herald.Store, concurrency int, in io.R
 	if err := eng.Stop(ctx); err != nil {
 		return err
 	}
+	cpu := cpuTime() - startCPU
 	carrier.mu.Lock()
 	sends := 0
 	for _, n := range carrier.sends {
 		sends += n
 	}
 	carrier.mu.Unlock()
-	return json.NewEncoder(out).Encode(map[string]any{"sends": sends, "rss_mb": round(peakRSSMB(), 1)})
+	return json.NewEncoder(out).Encode(map[string]any{"sends": sends, "rss_mb": round(peakRSSMB(), 1), "cpu_us": cpu.Microseconds()})
 }
 
 // newEngine makes the workloads' engine: one route "bench" on carrier, retry
