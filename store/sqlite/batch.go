@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"runtime"
 
 	"github.com/heraldmq/herald"
 )
@@ -36,7 +37,10 @@ type request struct {
 // and commits that transaction once no request is waiting (or it holds
 // maxBatch) and a permit says the syncer can take the batch. The requests
 // that arrive while the syncer is busy thus share the next commit and its
-// fsync.
+// fsync. Before it decides that no request is waiting, the writer yields
+// once (runtime.Gosched): the callers a sync has just answered are
+// runnable, mostly about to write again, and so join this batch rather
+// than the next.
 //
 // Transitions that arrive one after another are gathered into a group,
 // applied together (applyTransitions) when another kind of request comes,
@@ -45,8 +49,9 @@ type request struct {
 func (w *writer) loop() {
 	defer close(w.sync)
 	var (
-		batch []*request // applied in the open transaction
-		group []*request // transitions received, not yet applied
+		batch   []*request // applied in the open transaction
+		group   []*request // transitions received, not yet applied
+		yielded bool       // since the last request arrived
 	)
 	reqs := w.reqs
 	for reqs != nil || len(batch) > 0 || len(group) > 0 {
@@ -66,6 +71,11 @@ func (w *writer) loop() {
 				group = nil
 				continue
 			}
+			if len(batch) > 0 && !yielded {
+				yielded = true
+				runtime.Gosched()
+				continue
+			}
 			permits := w.permits
 			if len(batch) == 0 {
 				permits = nil
@@ -82,6 +92,7 @@ func (w *writer) loop() {
 			reqs = nil
 			continue
 		}
+		yielded = false
 		if r.tr != nil {
 			if group = append(group, r); len(group) >= maxGroup {
 				batch = w.applyTransitions(batch, group)
