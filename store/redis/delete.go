@@ -41,12 +41,5 @@ func (s *Store) Purge(ctx context.Context, q herald.PurgeQuery) (int, error) {
 // Prune deletes up to limit terminal messages last updated before before,
 // with their timelines, and returns how many.
 func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	res, err := s.eval(ctx, pruneScript, unixms.From(before), limit)
-	if err != nil {
-		return 0, wrap(ctx, "prune", err)
-	}
-	return count("prune", res)
+	return s.evalCount(ctx, "prune", pruneScript, before, limit)
 }

@@ -97,12 +97,5 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 // Release moves up to limit TO_RETRY messages whose DueAt <= now back to
 // QUEUED, earliest due first, and returns how many moved.
 func (s *Store) Release(ctx context.Context, now time.Time, limit int) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	res, err := s.eval(ctx, releaseScript, unixms.From(now), limit)
-	if err != nil {
-		return 0, wrap(ctx, "release", err)
-	}
-	return count("release", res)
+	return s.evalCount(ctx, "release", releaseScript, now, limit)
 }

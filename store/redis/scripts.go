@@ -3,8 +3,11 @@ package redis
 import (
 	"context"
 	"embed"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
 //go:embed lua/*.lua
@@ -42,4 +45,17 @@ func script(name string) *goredis.Script {
 // eval runs sc with the store's keys and args.
 func (s *Store) eval(ctx context.Context, sc *goredis.Script, args ...any) (any, error) {
 	return sc.Run(ctx, s.client, s.keys, args...).Result()
+}
+
+// evalCount runs sc, a script that moves or deletes up to limit messages
+// due by at, and returns how many it did; a limit of 0 or less does nothing.
+func (s *Store) evalCount(ctx context.Context, op string, sc *goredis.Script, at time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	res, err := s.eval(ctx, sc, unixms.From(at), limit)
+	if err != nil {
+		return 0, wrap(ctx, op, err)
+	}
+	return count(op, res)
 }
