@@ -150,6 +150,9 @@ func (w *writer) reapply(batch []*request) []*request {
 // each in the next, and so on, so that transitions of the same message
 // still apply one after the other.
 func (w *writer) applyTransitions(batch, group []*request) []*request {
+	if len(group) == 1 {
+		return w.apply(batch, group[0])
+	}
 	for len(group) > 0 {
 		var now, later []*request
 		seen := make(map[string]struct{}, len(group))
@@ -200,11 +203,7 @@ func (w *writer) applyDistinct(batch, group []*request) []*request {
 	outcomes, err := w.tx.transitions(ts)
 	if err != nil {
 		w.rollback()
-		batch = w.reapply(batch)
-		for _, r := range live {
-			batch = w.apply(batch, r)
-		}
-		return batch
+		return w.reapply(append(batch, live...))
 	}
 	for i, r := range live {
 		r.err = outcomes[i]

@@ -74,10 +74,11 @@ func (s *Store) readClaimed(ctx context.Context, claims []claimedRow, lease int6
 	if err != nil {
 		return nil, err
 	}
+	updated := unixms.Time(unixms.From(now)) // as stored: to the millisecond
 	for _, m := range msgs {
 		c := byID[m.ID]
 		m.Status, m.Attempt, m.Lease = herald.StatusSentToNS, c.attempt, lease
-		m.Deadline, m.UpdatedAt = unixms.Time(c.deadline), unixms.Time(unixms.From(now))
+		m.Deadline, m.UpdatedAt = unixms.Time(c.deadline), updated
 	}
 	slices.SortFunc(msgs, func(a, b *herald.Message) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.ID, b.ID))

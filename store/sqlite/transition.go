@@ -44,6 +44,12 @@ func (tx *wtx) transition(t herald.Transition) error {
 	if err != nil || !moved {
 		return err
 	}
+	return tx.notify(&t, seq)
+}
+
+// notify enqueues the outcome events of t, which has moved its message to
+// change number seq: one per name in t.Notify.
+func (tx *wtx) notify(t *herald.Transition, seq int) error {
 	for _, sub := range t.Notify {
 		id := t.ID + "." + strconv.Itoa(seq) + "." + sub
 		if _, err := tx.st.insertEvent.Exec(id, sub, t.ID, string(t.To), unixms.From(t.At)); err != nil {
@@ -100,11 +106,8 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 		if t.To == t.From {
 			continue
 		}
-		for _, sub := range t.Notify {
-			id := t.ID + "." + strconv.Itoa(seq) + "." + sub
-			if _, err := tx.st.insertEvent.Exec(id, sub, t.ID, string(t.To), unixms.From(t.At)); err != nil {
-				return nil, err
-			}
+		if err := tx.notify(t, seq); err != nil {
+			return nil, err
 		}
 	}
 	return outcomes, nil
