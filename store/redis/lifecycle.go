@@ -38,7 +38,7 @@ func (s *Store) readClaimed(ctx context.Context, reply any) ([]*herald.Message, 
 	ids := make([]string, len(rows))
 	for i, r := range rows {
 		row, _ := r.([]any)
-		if len(row) != 3 {
+		if len(row) != 2 {
 			return nil, errors.New("unexpected claim reply")
 		}
 		ids[i] = str(row[0])
@@ -53,7 +53,7 @@ func (s *Store) readClaimed(ctx context.Context, reply any) ([]*herald.Message, 
 			continue
 		}
 		row := rows[i].([]any)
-		h["s"], h["t"] = str(row[1]), str(row[2])
+		h["s"] = str(row[1])
 		m, _, err := decode(h)
 		if err != nil {
 			return nil, err

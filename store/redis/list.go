@@ -208,19 +208,26 @@ func (s *Store) read(ctx context.Context, ids []string) ([]*herald.Message, erro
 }
 
 // hashes reads the hashes of messages ids in one round trip, empty for
-// those that no longer exist.
+// those that no longer exist: the fields decode reads, without the
+// timeline, which only Get needs and which is the largest field.
 func (s *Store) hashes(ctx context.Context, ids []string) ([]map[string]string, error) {
 	keys := make([]string, len(ids))
 	for i, id := range ids {
 		keys[i] = s.key("m:" + id)
 	}
-	cmds, err := s.pipelined(ctx, keys, func(p goredis.Pipeliner, key string) { p.HGetAll(ctx, key) })
+	cmds, err := s.pipelined(ctx, keys, func(p goredis.Pipeliner, key string) { p.HMGet(ctx, key, decodedFields...) })
 	if err != nil {
 		return nil, err
 	}
 	hashes := make([]map[string]string, len(cmds))
 	for i, c := range cmds {
-		hashes[i] = c.(*goredis.MapStringStringCmd).Val()
+		h := make(map[string]string, len(decodedFields))
+		for j, v := range c.(*goredis.SliceCmd).Val() {
+			if v != nil {
+				h[decodedFields[j]] = str(v)
+			}
+		}
+		hashes[i] = h
 	}
 	return hashes, nil
 }

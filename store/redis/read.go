@@ -57,10 +57,11 @@ func (s *Store) FindByExternalID(ctx context.Context, route, externalID string) 
 	if err != nil {
 		return nil, wrap(ctx, "find by external id", err)
 	}
-	h, err := s.client.HGetAll(ctx, s.key("m:"+id)).Result()
+	hashes, err := s.hashes(ctx, []string{id})
 	if err != nil {
 		return nil, wrap(ctx, "find by external id", err)
 	}
+	h := hashes[0]
 	if len(h) == 0 {
 		return nil, herald.ErrNotFound // deleted between the two reads
 	}

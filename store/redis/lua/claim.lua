@@ -1,8 +1,9 @@
 -- claim.lua is Store.Claim. ARGV: now, limit, the default accept timeout,
 -- then pairs of route (escaped) and accept timeout. It returns the claimed
--- messages, in claim order, each as {id, s, t}: its id and the fields that
--- the claim set. The caller reads the rest of the hashes, which a claim
--- does not change, off the script.
+-- messages, in claim order, each as {id, s}: its id and the field s as the
+-- claim set it. The caller reads the other fields, which a claim does not
+-- change, off the script (all but the timeline, which Claim does not
+-- return).
 local now, limit, default = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local timeouts = {}
 for i = 4, #ARGV, 2 do
@@ -76,7 +77,7 @@ for i, m in ipairs(picked) do
 	push(zrems, group .. 'QUEUED', id)
 	sent[pair(m)] = (sent[pair(m)] or 0) + 1
 	push(zadds, P .. 'inflight', m.deadline, id)
-	out[i] = { id, s, m.timeline }
+	out[i] = { id, s }
 end
 for k, ids in pairs(zrems) do
 	redis.call('ZREM', k, unpack(ids))
