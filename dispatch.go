@@ -21,12 +21,11 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 	failures := 0
 	e.setDispatching(true)
 	defer e.setDispatching(false)
-	// stop waits for the claims running: the store may close once the loop returns.
-	stop := func() {
+	defer func() { // the claims running end first: the store may close once the loop returns
 		for range claiming {
 			<-claims
 		}
-	}
+	}()
 	for {
 		e.dispatchMu.Lock()
 		e.startPrefetched()
@@ -44,7 +43,6 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 		release := false
 		select {
 		case <-ctx.Done():
-			stop()
 			return
 		case c := <-claims:
 			claiming--
@@ -52,7 +50,6 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 				failures++
 				e.problem("store_error", "dispatch: claim", "err", c.err)
 				if !sleep(ctx, backoff(failures)) {
-					stop()
 					return
 				}
 				continue

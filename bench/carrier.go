@@ -75,6 +75,17 @@ func (c *carrier) meanLatency() time.Duration {
 	return c.waited / time.Duration(c.waits)
 }
 
+// total counts the sends, failed ones included.
+func (c *carrier) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, sends := range c.sends {
+		n += sends
+	}
+	return n
+}
+
 // duplicates counts successful sends beyond one per message.
 func (c *carrier) duplicates() int {
 	c.mu.Lock()

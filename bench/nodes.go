@@ -127,13 +127,7 @@ func ServeNode(ctx context.Context, store herald.Store, concurrency int, in io.R
 		return err
 	}
 	cpu := cpuTime() - startCPU
-	carrier.mu.Lock()
-	sends := 0
-	for _, n := range carrier.sends {
-		sends += n
-	}
-	carrier.mu.Unlock()
-	return json.NewEncoder(out).Encode(map[string]any{"sends": sends, "rss_mb": round(peakRSSMB(), 1), "cpu_us": cpu.Microseconds()})
+	return json.NewEncoder(out).Encode(map[string]any{"sends": carrier.total(), "rss_mb": round(peakRSSMB(), 1), "cpu_us": cpu.Microseconds()})
 }
 
 // newEngine makes the workloads' engine: one route "bench" on carrier, retry

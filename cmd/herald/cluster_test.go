@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/redistest"
 	"github.com/heraldmq/herald/sim/webhooksink"
 )
@@ -102,9 +103,11 @@ func waitAllEnded(t *testing.T, node *serverProc, want int, within time.Duration
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		if _, err := node.call("GET", "/v1/stats", nil, &stats); err == nil {
-			active := stats.ByStatus["QUEUED"] + stats.ByStatus["SENT_TO_NS"] + stats.ByStatus["DELIVERED_TO_NS"] + stats.ByStatus["SENT_TO_DEVICE"] + stats.ByStatus["TO_RETRY"]
-			ended := stats.ByStatus["DELIVERY_SUCCESSFUL"] + stats.ByStatus["DELIVERY_FAILED"] + stats.ByStatus["CANCELLED"]
-			if active == 0 && ended >= want {
+			total, ended := 0, endedCount(stats.ByStatus)
+			for _, n := range stats.ByStatus {
+				total += n
+			}
+			if total == ended && ended >= want {
 				return stats.ByStatus
 			}
 		}
@@ -132,7 +135,7 @@ func checkDelivered(t *testing.T, node *serverProc, sink *webhooksink.Sink, acke
 		}
 		terminal := 0
 		for _, e := range view.Timeline {
-			if e.To == "DELIVERY_SUCCESSFUL" || e.To == "DELIVERY_FAILED" || e.To == "CANCELLED" {
+			if herald.Status(e.To).Terminal() {
 				terminal++
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/sim/webhooksink"
 )
@@ -102,7 +103,7 @@ routes:
 			if err != nil {
 				return err
 			}
-			if len(ids) == count && ended["DELIVERY_SUCCESSFUL"]+ended["DELIVERY_FAILED"]+ended["CANCELLED"] == count {
+			if len(ids) == count && endedCount(ended) == count {
 				return finishDemo(ctx, out, client, sink, ended, exit)
 			}
 		}
@@ -123,6 +124,18 @@ type demoView struct {
 }
 
 // printTransitions prints the new timeline entries of every message and
+// endedCount sums the counts of byStatus (status name -> messages) that are
+// in a terminal status.
+func endedCount(byStatus map[string]int) int {
+	n := 0
+	for status, c := range byStatus {
+		if herald.Status(status).Terminal() {
+			n += c
+		}
+	}
+	return n
+}
+
 // returns the messages' statuses, counted.
 func printTransitions(out io.Writer, client *apiClient, ids []string, printed map[string]int) (map[string]int, error) {
 	statuses := map[string]int{}
