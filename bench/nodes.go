@@ -13,10 +13,11 @@ import (
 	"github.com/heraldmq/herald"
 )
 
-// RunNodes runs a dispatch workload (W3–W5) with its dispatch spread over
-// nodes processes sharing one store: it preloads the messages, starts the
-// nodes with startNode (each runs ServeNode), times them until every message
-// is delivered, and counts duplicates from what the nodes report. Its
+// RunNodes runs a dispatch workload whose carrier accepts at once (W3)
+// with its dispatch spread over nodes processes sharing one store: it
+// preloads the messages, starts the nodes with startNode (each runs
+// ServeNode), times them until every message is delivered, and counts
+// duplicates from what the nodes report. Its
 // rss_mb is the largest node's peak, its cpu_us_per_msg the nodes' CPU
 // time in all.
 func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore func() (herald.Store, error), startNode func() *exec.Cmd) (Result, error) {

@@ -80,7 +80,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 	}
 	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure: sqlite: alone uses a fresh temporary database; redis://HOST:PORT/DB uses keys of its own, deleted afterwards")
 	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "comma-separated workloads to run")
-	cmd.Flags().IntVar(&nodes, "nodes", 0, "W3–W5 only: spread the dispatch over this many herald processes sharing the store (a redis:// store)")
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "W3 only: spread the dispatch over this many herald processes sharing the store (a redis:// store)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (implies --in-process)")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
 	return cmd
@@ -158,8 +158,8 @@ func runNodes(cmd *cobra.Command, w bench.Workload, storeURL string, nodes int) 
 	if spec.Kind != config.StoreRedis {
 		return bench.Result{}, fmt.Errorf("--nodes needs a store that processes can share: redis://")
 	}
-	if w.Producers > 0 {
-		return bench.Result{}, fmt.Errorf("--nodes applies to the dispatch workloads W3–W5")
+	if w.Producers > 0 || w.Latency > 0 || w.FailFirst {
+		return bench.Result{}, fmt.Errorf("--nodes applies to W3 only: the nodes' carrier accepts at once, so it cannot keep %s's latency or first-attempt failures", w.Name)
 	}
 	prefix := fmt.Sprintf("herald-bench-%d-%s-nodes", os.Getpid(), w.Name)
 	storeURL = withQuery(storeURL, "prefix", prefix)
