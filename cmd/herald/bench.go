@@ -78,7 +78,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure: sqlite: alone uses a fresh temporary database; redis://HOST:PORT/DB uses keys of its own, deleted afterwards")
+	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure: sqlite: alone (or with options only, as sqlite:?synchronous=normal) uses a fresh temporary database; redis://HOST:PORT/DB uses keys of its own, deleted afterwards")
 	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "comma-separated workloads to run")
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "W3 only: spread the dispatch over this many herald processes sharing the store (a redis:// store)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (implies --in-process)")
@@ -102,8 +102,8 @@ func runWorkload(cmd *cobra.Command, w bench.Workload, storeURL string) (bench.R
 		return bench.Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	if storeURL == "sqlite:" {
-		storeURL = "sqlite:" + filepath.Join(dir, "bench.db")
+	if options, ok := strings.CutPrefix(storeURL, "sqlite:"); ok && (options == "" || options[0] == '?') {
+		storeURL = "sqlite:" + filepath.Join(dir, "bench.db") + options
 	}
 	spec, err := config.ParseStore(storeURL)
 	if err != nil {
