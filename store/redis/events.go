@@ -44,23 +44,16 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, lease
 // returns it again, or reschedules it at r.RetryAt. It returns ErrNotFound
 // for an unknown event.
 func (s *Store) SettleEvent(ctx context.Context, r herald.EventResult) error {
-	outcome := "retry"
+	result := "retry"
 	switch {
 	case r.Delivered:
-		outcome = "delivered"
+		result = "delivered"
 	case r.Dead:
-		outcome = "dead"
+		result = "dead"
 	}
-	res, err := s.eval(ctx, settleEventScript, r.ID, outcome, unixms.From(r.RetryAt), r.Attempt, r.Error)
+	res, err := s.eval(ctx, settleEventScript, r.ID, result, unixms.From(r.RetryAt), r.Attempt, r.Error)
 	if err != nil {
 		return wrap(ctx, "settle event", err)
 	}
-	switch res {
-	case int64(0):
-		return nil
-	case int64(1):
-		return herald.ErrNotFound
-	default:
-		return fmt.Errorf("redis settle event: unexpected reply %v", res)
-	}
+	return outcome("settle event", res)
 }

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/heraldmq/herald"
@@ -82,16 +81,7 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 	if err != nil {
 		return wrap(ctx, "transition", err)
 	}
-	switch res {
-	case int64(0):
-		return nil
-	case int64(1):
-		return herald.ErrNotFound
-	case int64(2):
-		return herald.ErrConflict
-	default:
-		return fmt.Errorf("redis transition: unexpected reply %v", res)
-	}
+	return outcome("transition", res)
 }
 
 // Release moves up to limit TO_RETRY messages whose DueAt <= now back to

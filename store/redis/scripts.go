@@ -3,10 +3,12 @@ package redis
 import (
 	"context"
 	"embed"
+	"fmt"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/unixms"
 )
 
@@ -58,4 +60,21 @@ func (s *Store) evalCount(ctx context.Context, op string, sc *goredis.Script, at
 		return 0, wrap(ctx, op, err)
 	}
 	return count(op, res)
+}
+
+// outcome turns the reply of a script that changes one message or event
+// into its error: 0 when it applied, 1 when there is no such record
+// (ErrNotFound), 2 when the record was not in the expected state
+// (ErrConflict).
+func outcome(op string, reply any) error {
+	switch reply {
+	case int64(0):
+		return nil
+	case int64(1):
+		return herald.ErrNotFound
+	case int64(2):
+		return herald.ErrConflict
+	default:
+		return fmt.Errorf("redis %s: unexpected reply %v", op, reply)
+	}
 }
