@@ -22,7 +22,8 @@ import (
 //
 // Absent fields are empty.
 
-// hashFields appends the field/value pairs of m's hash to args.
+// hashFields appends to args the values of fields s, k and b of m's hash,
+// then the field/value pairs of its other fields that are set.
 func hashFields(args []any, m *herald.Message) []any {
 	buf := make([]byte, 0, 128)
 	buf = append(buf, m.Status...)
@@ -33,7 +34,7 @@ func hashFields(args []any, m *herald.Message) []any {
 	buf = strconv.AppendInt(buf, unixms.From(m.CreatedAt), 10)
 	buf = strconv.AppendInt(append(buf, '|'), int64(m.Priority), 10)
 	buf = append(append(append(append(buf, '|'), esc(m.Tenant)...), '|'), esc(m.Route)...)
-	args = append(args, "s", buf[:s], "k", buf[s:], "b", appendBody(buf[len(buf):], m))
+	args = append(args, buf[:s], buf[s:], appendBody(buf[len(buf):], m))
 	for _, f := range []struct{ name, v string }{
 		{"x", m.ExternalID}, {"e", m.LastError}, {"coal", m.CoalesceKey}, {"corr", m.CorrelationID}, {"idem", m.IdempotencyKey},
 	} {

@@ -15,8 +15,14 @@ import (
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
 	msg := herald.AsCreated(m)
 	args := make([]any, 0, 64)
-	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), msg.IdempotencyKey, msg.CoalesceKey, msg.CorrelationID,
-		unixms.From(msg.CreatedAt), unixms.From(msg.DueAt), unixms.From(msg.ExpiresAt), msg.Priority, len(opt.CoalesceNotify))
+	created, due := unixms.From(msg.CreatedAt), unixms.From(msg.DueAt)
+	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), created)
+	if due > created {
+		args = append(args, "delayed", due)
+	} else {
+		args = append(args, "ready", -msg.Priority)
+	}
+	args = append(args, unixms.From(msg.ExpiresAt), len(opt.CoalesceNotify))
 	for _, sub := range opt.CoalesceNotify {
 		args = append(args, sub)
 	}

@@ -1,8 +1,13 @@
 -- create.lua is Store.Create for a batch of messages, created in order.
 -- ARGV holds, for each message, the number of its arguments and then
--- them: id, tenant, route (both escaped), idempotency key, coalesce key,
--- correlation id, created, due, expires, priority, n, the n subscribers to
--- tell about the messages it coalesces, then its hash's field/value pairs.
+-- them: id, tenant, route (both escaped), created, the sorted set that
+-- holds it (ready or delayed) and its score there, expires (0 for none), n,
+-- the n subscribers to tell about the messages it coalesces, the values of
+-- its hash's fields s, k and b, then the pairs of its other fields that are
+-- set (of which coal, corr and idem name its keys). A create costs Redis
+-- about a thousand instructions an argument, so the common case takes
+-- few; and numbers stay strings, as Lua would parse them and format them
+-- again.
 -- The reply has, for each message, {1} when it was stored, {0, HGETALL}
 -- of the earlier message of its idempotency key, {-1} when its id is
 -- taken, or {'ERR', text} (see batch).
@@ -26,9 +31,25 @@ local function zadd(k, score, id)
 end
 
 local function create(o, n)
-	local id, tenant, route, idem, coal, corr = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3], ARGV[o + 4], ARGV[o + 5]
+	local id, tenant, route, created = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
+	local nsubs = 0
+	if ARGV[o + 7] ~= '0' then
+		nsubs = tonumber(ARGV[o + 7])
+	end
+	local f = o + 8 + nsubs -- field s
+	local idem, coal, corr
+	for i = f + 3, o + n - 1, 2 do
+		local name = ARGV[i]
+		if name == 'idem' then
+			idem = ARGV[i + 1]
+		elseif name == 'coal' then
+			coal = ARGV[i + 1]
+		elseif name == 'corr' then
+			corr = ARGV[i + 1]
+		end
+	end
 	local pr = tenant .. '|' .. route
-	if idem ~= '' then
+	if idem then
 		local prev = redis.call('HGET', P .. 'idem', pr .. '|' .. idem)
 		if prev then
 			return { 0, redis.call('HGETALL', P .. 'm:' .. prev) }
@@ -38,38 +59,32 @@ local function create(o, n)
 	if redis.call('EXISTS', key) == 1 then
 		return { -1 }
 	end
-	local created, nsubs = ARGV[o + 6], tonumber(ARGV[o + 10])
-	if coal ~= '' then
+	if coal then
 		flush() -- the messages it cancels may be in this batch
-		local subs = { unpack(ARGV, o + 11, o + 10 + nsubs) }
+		local subs = { unpack(ARGV, o + 8, f - 1) }
 		local ck = P .. 'coal:' .. pr .. '|' .. coal
 		for _, old in ipairs(redis.call('SMEMBERS', ck)) do
 			move(load(old), 'CANCELLED', created, 'coalesced', 0, 0, 0, '', '', false, subs)
 		end
 		redis.call('SADD', ck, id)
 	end
-	redis.call('HSET', key, unpack(ARGV, o + 11 + nsubs, o + n - 1))
+	redis.call('HSET', key, 's', ARGV[f], 'k', ARGV[f + 1], 'b', ARGV[f + 2], unpack(ARGV, f + 3, o + n - 1))
 	local keys = pairkeys[pr]
 	if not keys then
 		keys = { grp = P .. 'grp:' .. pr .. '|QUEUED', ten = P .. 'ten:' .. tenant }
 		pairkeys[pr] = keys
 		newpairs[#newpairs + 1] = pr
 	end
-	local c, due, expires = tonumber(created), tonumber(ARGV[o + 7]), tonumber(ARGV[o + 8])
-	zadd(keys.grp, c, id)
-	zadd(keys.ten, 0, id)
-	if due > c then
-		zadd(P .. 'delayed', due, id)
-	else
-		zadd(P .. 'ready', -tonumber(ARGV[o + 9]), id)
+	zadd(keys.grp, created, id)
+	zadd(keys.ten, '0', id)
+	zadd(P .. ARGV[o + 4], ARGV[o + 5], id)
+	if ARGV[o + 6] ~= '0' then
+		zadd(P .. 'expiry', ARGV[o + 6], id)
 	end
-	if expires > 0 then
-		zadd(P .. 'expiry', expires, id)
+	if corr then
+		zadd(P .. 'corr:' .. corr, '0', id)
 	end
-	if corr ~= '' then
-		zadd(P .. 'corr:' .. corr, 0, id)
-	end
-	if idem ~= '' then
+	if idem then
 		redis.call('HSET', P .. 'idem', pr .. '|' .. idem, id)
 	end
 	return { 1 }
