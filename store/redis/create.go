@@ -31,19 +31,20 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	if err != nil {
 		return nil, false, wrap(ctx, "create", err)
 	}
-	reply, _ := res.([]any)
-	switch {
-	case len(reply) == 1 && str(reply[0]) == "-1":
-		return nil, false, fmt.Errorf("redis create: message %s already exists", msg.ID)
-	case len(reply) == 1 && str(reply[0]) == "1":
-		return &msg, true, nil
-	case len(reply) == 2 && str(reply[0]) == "0":
-		prev, err := withTimeline(replyMap(reply[1]))
+	switch reply := res.(type) {
+	case int64:
+		if reply == 1 {
+			return &msg, true, nil
+		}
+		if reply == 0 {
+			return nil, false, fmt.Errorf("redis create: message %s already exists", msg.ID)
+		}
+	case []any:
+		prev, err := withTimeline(replyMap(reply))
 		if err != nil {
 			return nil, false, wrap(ctx, "create", err)
 		}
 		return prev, false, nil
-	default:
-		return nil, false, fmt.Errorf("redis create: unexpected reply %v", res)
 	}
+	return nil, false, fmt.Errorf("redis create: unexpected reply %v", res)
 }

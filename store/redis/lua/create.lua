@@ -8,9 +8,10 @@
 -- about a thousand instructions an argument, so the common case takes
 -- few; and numbers stay strings, as Lua would parse them and format them
 -- again.
--- The reply has, for each message, {1} when it was stored, {0, HGETALL}
--- of the earlier message of its idempotency key, {-1} when its id is
--- taken, or {'ERR', text} (see batch).
+-- The reply has, for each message, 1 when it was stored, 0 when its id is
+-- taken, the HGETALL of the earlier message of its idempotency key, or
+-- {'ERR', text} (see batch). (A table costs Redis thousands of
+-- instructions to reply, a number next to nothing.)
 
 -- The new messages' sorted-set entries go in together, one command per key
 -- (zadds is key -> {score, id, ...}), and so do their pairs.
@@ -52,12 +53,12 @@ local function create(o, n)
 	if idem then
 		local prev = redis.call('HGET', P .. 'idem', pr .. '|' .. idem)
 		if prev then
-			return { 0, redis.call('HGETALL', P .. 'm:' .. prev) }
+			return redis.call('HGETALL', P .. 'm:' .. prev)
 		end
 	end
 	local key = P .. 'm:' .. id
 	if redis.call('EXISTS', key) == 1 then
-		return { -1 }
+		return 0
 	end
 	if coal then
 		flush() -- the messages it cancels may be in this batch
@@ -87,7 +88,7 @@ local function create(o, n)
 	if idem then
 		redis.call('HSET', P .. 'idem', pr .. '|' .. idem, id)
 	end
-	return { 1 }
+	return 1
 end
 
 local out = batch(create)
