@@ -24,7 +24,7 @@ import (
 // an array of one reply per call (see batch in lua/lib.lua).
 type batcher struct {
 	s      *Store
-	script *goredis.Script
+	script script
 	calls  chan *call
 	max    int // calls in one batch, at most
 }
@@ -41,7 +41,7 @@ type call struct {
 // newBatcher returns a batcher of sc that runs batches of up to max calls
 // from workers goroutines (while one batch is at the server, the next one
 // fills), until s closes.
-func newBatcher(s *Store, sc *goredis.Script, workers, max int) *batcher {
+func newBatcher(s *Store, sc script, workers, max int) *batcher {
 	b := &batcher{s: s, script: sc, calls: make(chan *call), max: max}
 	for range workers {
 		s.workers.Go(b.work)

@@ -80,12 +80,12 @@ func (h keysHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.
 	}
 }
 
-// scriptKeys reports the keys of cmd when it runs a script: EVAL or
-// EVALSHA script numkeys key...
+// scriptKeys reports the keys of cmd when it runs a script or function:
+// EVAL, EVALSHA or FCALL script numkeys key...
 func (h keysHook) scriptKeys(cmd goredis.Cmder) {
 	args := cmd.Args()
 	switch cmd.Name() {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 	default:
 		return
 	}

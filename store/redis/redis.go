@@ -1,8 +1,9 @@
-// Package redis is a herald.Store on Redis, for many herald nodes that share
-// one queue. Any node may run every loop: each state change is one Lua
-// script, run atomically by Redis, that compares the message's status (and,
-// for a claimed message, its lease: a fencing token that every claim draws
-// afresh from a counter) before it changes anything.
+// Package redis is a herald.Store on Redis 7 or later, for many herald
+// nodes that share one queue. Any node may run every loop: each state
+// change is one call of a Lua function (see scripts.go), run atomically by
+// Redis, that compares the message's status (and, for a claimed message,
+// its lease: a fencing token that every claim draws afresh from a counter)
+// before it changes anything.
 //
 // # Layout
 //

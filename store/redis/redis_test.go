@@ -121,3 +121,37 @@ func TestLateCompletionRefused(t *testing.T) {
 		t.Errorf("completion under the current lease: %v", err)
 	}
 }
+
+// TestLibraryLoadedWhenMissing flushes the server's functions between two
+// calls, as a restart without persistence would: the second call loads the
+// library again and succeeds, on a server and on a cluster.
+func TestLibraryLoadedWhenMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []redistest.Option
+		url  string
+	}{
+		{"server", nil, ""},
+		{"cluster", []redistest.Option{redistest.Cluster()}, "&cluster=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t, tc.opts...)
+			s := open(t, srv, tc.url)
+			ctx := t.Context()
+			if _, _, err := s.Create(ctx, message("m1"), herald.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+			defer admin.Close()
+			if err := admin.FunctionFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.Create(ctx, message("m2"), herald.CreateOptions{}); err != nil {
+				t.Fatalf("Create after FUNCTION FLUSH: %v", err)
+			}
+			if got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 10, DefaultAccept: time.Minute}); err != nil || len(got) != 2 {
+				t.Fatalf("Claim after FUNCTION FLUSH = %d messages, %v; want both", len(got), err)
+			}
+		})
+	}
+}

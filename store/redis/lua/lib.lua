@@ -1,5 +1,7 @@
--- lib.lua opens every script of the store: the key layout, and the helpers
--- that keep a message's indexes in step with its fields.
+-- lib.lua opens the store's library of Redis functions: the key layout,
+-- and the helpers that keep a message's indexes in step with its fields.
+-- It runs once, when the library loads; each function (a file of lua/)
+-- starts with enter.
 --
 -- KEYS[1] is the key prefix, "{name}:". Every key starts with it, so every
 -- key hashes to the slot of the name in braces: the store runs on Redis
@@ -38,7 +40,9 @@
 -- (keys), b (the rest, encoded by codec.go). Escaping turns | into %7C and %
 -- into %25. Times are unix milliseconds, 0 for none.
 
-local P = KEYS[1]
+-- KEYS and ARGV are a function's keys and arguments, and P the prefix, as
+-- enter sets them for each call: the names that scripts run by EVAL have.
+local KEYS, ARGV, P
 
 -- TIMELINE is how many entries field t keeps, the latest.
 local TIMELINE = 99
@@ -367,4 +371,11 @@ local function batch(op)
 		i = i + 1 + n
 	end
 	return out
+end
+
+-- enter starts a call of a function, with its keys and arguments: the
+-- library's state outlives its calls, so each starts it afresh.
+local function enter(keys, args)
+	KEYS, ARGV, P = keys, args, keys[1]
+	zpend, cpend = nil, nil
 end
