@@ -3,15 +3,23 @@ package redis
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 )
 
 // Batching: the calls of one script that arrive while the server is busy
-// with others go to it together, as one EVALSHA. Redis then pays once for
-// what every script run costs (the round trip, setting up Lua), and the
-// batch's entries to one sorted set go in as one command. The batch is one
-// script, so it is atomic as a whole; its calls are applied in order.
+// with others go to it together, as one FCALL. Redis then pays once for
+// what every call costs (the round trip, setting up Lua), and the batch's
+// entries to one sorted set go in as one command. The batch is one call,
+// so it is atomic as a whole; its calls are applied in order.
+//
+// When another batch of the script is at the server, a worker that has
+// its first call yields once before it takes the others: the callers that
+// the last reply woke are then quick to join, and the batch goes out no
+// later than the server could start it anyway. (Without it, W2's creates
+// went out in batches of 3.7, and cost Redis a tenth more.)
 //
 // Creates come in large batches, from few workers: their callers wait for
 // nothing but their own write. Transitions come in small batches, from
@@ -23,10 +31,11 @@ import (
 // each call, the number of its arguments and then them, and replies with
 // an array of one reply per call (see batch in lua/lib.lua).
 type batcher struct {
-	s      *Store
-	script script
-	calls  chan *call
-	max    int // calls in one batch, at most
+	s        *Store
+	script   script
+	calls    chan *call
+	max      int          // calls in one batch, at most
+	inflight atomic.Int32 // batches at the server
 }
 
 // call is one call of a batched script.
@@ -69,7 +78,8 @@ func (b *batcher) do(ctx context.Context, args []any) (any, error) {
 }
 
 // work runs batches until the store closes: it waits for a call, takes
-// every other call already waiting, and runs them.
+// every other call already waiting (after a yield, when another batch is
+// at the server), and runs them.
 func (b *batcher) work() {
 	batch := make([]*call, 0, b.max)
 	for {
@@ -78,6 +88,9 @@ func (b *batcher) work() {
 			batch = append(batch[:0], c)
 		case <-b.s.quit:
 			return
+		}
+		if b.inflight.Load() > 0 {
+			runtime.Gosched()
 		}
 	fill:
 		for len(batch) < b.max {
@@ -88,7 +101,9 @@ func (b *batcher) work() {
 				break fill
 			}
 		}
+		b.inflight.Add(1)
 		b.run(batch)
+		b.inflight.Add(-1)
 	}
 }
 
