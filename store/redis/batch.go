@@ -122,12 +122,12 @@ func (b *batcher) run(batch []*call) {
 	if len(live) == 0 {
 		return
 	}
-	args := make([]any, 0, n)
+	args := b.s.fcallArgs(b.script, n)
 	for _, c := range live {
 		args = append(args, len(c.args))
 		args = append(args, c.args...)
 	}
-	res, err := b.s.eval(context.Background(), b.script, args...)
+	res, err := b.s.fcall(context.Background(), args)
 	replies, _ := res.([]any)
 	if err == nil && len(replies) != len(live) {
 		err = fmt.Errorf("batch of %d calls: unexpected reply %v", len(live), res)

@@ -25,7 +25,7 @@ import (
 // hashFields appends to args the values of fields s, k and b of m's hash,
 // then the field/value pairs of its other fields that are set.
 func hashFields(args []any, m *herald.Message) []any {
-	buf := make([]byte, 0, 128)
+	buf := make([]byte, 0, 160+len(m.ID)+len(m.Target)+len(m.Lane)+len(m.Text)+len(m.Payload))
 	buf = append(buf, m.Status...)
 	for _, n := range []int64{int64(m.Attempt), m.Lease, 0, unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt)} {
 		buf = strconv.AppendInt(append(buf, '|'), n, 10)

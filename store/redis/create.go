@@ -8,13 +8,18 @@ import (
 	"github.com/heraldmq/herald/internal/unixms"
 )
 
+// createArgs is how many arguments a create has at most, besides the
+// subscribers to tell about the messages it coalesces: 8, the hash's
+// fields s, k and b, and the pairs of coal, corr, idem, x and e.
+const createArgs = 8 + 3 + 2*5
+
 // Create stores m as QUEUED with its creation entry, unless its idempotency
 // key names a message already stored, and cancels the waiting messages it
 // coalesces, in one script (which may create other messages too: see
 // batcher).
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
 	msg := herald.AsCreated(m)
-	args := make([]any, 0, 64)
+	args := make([]any, 0, createArgs+len(opt.CoalesceNotify))
 	created, due := unixms.From(msg.CreatedAt), unixms.From(msg.DueAt)
 	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), created)
 	if due > created {

@@ -86,14 +86,32 @@ func library() (name, code string) {
 // eval calls sc with the store's keys and args, loading the library first
 // when the server lacks it.
 func (s *Store) eval(ctx context.Context, sc script, args ...any) (any, error) {
-	res, err := s.client.FCall(ctx, sc.function(), s.keys, args...).Result()
+	return s.fcall(ctx, append(s.fcallArgs(sc, len(args)), args...))
+}
+
+// fcallArgs returns the arguments of an FCALL of sc before sc's own, with
+// room for n of them.
+func (s *Store) fcallArgs(sc script, n int) []any {
+	return append(make([]any, 0, 4+n), "fcall", sc.function(), 1, s.keys[0])
+}
+
+// fcall runs args, an FCALL's arguments from fcallArgs on, loading the
+// library first when the server lacks it.
+func (s *Store) fcall(ctx context.Context, args []any) (any, error) {
+	run := func() (any, error) {
+		cmd := goredis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		_ = s.client.Process(ctx, cmd)
+		return cmd.Result()
+	}
+	res, err := run()
 	if err == nil || !strings.HasPrefix(err.Error(), "ERR Function not found") {
 		return res, err
 	}
 	if err := s.loadLibrary(ctx); err != nil {
 		return nil, err
 	}
-	return s.client.FCall(ctx, sc.function(), s.keys, args...).Result()
+	return run()
 }
 
 // loadLibrary loads the library on the server, or on every primary of a
