@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -41,10 +42,33 @@ type batcher struct {
 // call is one call of a batched script.
 type call struct {
 	ctx  context.Context
-	args []any
+	enc  *encoding
 	res  any
 	err  error
 	done chan struct{}
+}
+
+// encoding is a call's arguments, and the bytes that they point into. The
+// batcher recycles it once the server has read its batch, so that its
+// memory serves the next call instead of the collector (a create's is a
+// kilobyte, at tens of thousands a second).
+type encoding struct {
+	args []any
+	buf  []byte
+}
+
+var encodings = sync.Pool{New: func() any { return new(encoding) }}
+
+// newEncoding returns an empty encoding.
+func newEncoding() *encoding {
+	return encodings.Get().(*encoding)
+}
+
+// recycle empties e and returns it to the pool; nothing may use it after.
+func (e *encoding) recycle() {
+	clear(e.args)
+	e.args, e.buf = e.args[:0], e.buf[:0]
+	encodings.Put(e)
 }
 
 // newBatcher returns a batcher of sc that runs batches of up to max calls
@@ -58,10 +82,10 @@ func newBatcher(s *Store, sc script, workers, max int) *batcher {
 	return b
 }
 
-// do runs the script for args, within a batch, and returns the call's
-// reply.
-func (b *batcher) do(ctx context.Context, args []any) (any, error) {
-	c := &call{ctx: ctx, args: args, done: make(chan struct{})}
+// do runs the script for enc's arguments, within a batch, and returns the
+// call's reply. The batcher recycles enc.
+func (b *batcher) do(ctx context.Context, enc *encoding) (any, error) {
+	c := &call{ctx: ctx, enc: enc, done: make(chan struct{})}
 	select {
 	case b.calls <- c:
 	case <-ctx.Done():
@@ -82,6 +106,7 @@ func (b *batcher) do(ctx context.Context, args []any) (any, error) {
 // at the server), and runs them.
 func (b *batcher) work() {
 	batch := make([]*call, 0, b.max)
+	var args []any // the batch's FCALL, reused
 	for {
 		select {
 		case c := <-b.calls:
@@ -102,37 +127,39 @@ func (b *batcher) work() {
 			}
 		}
 		b.inflight.Add(1)
-		b.run(batch)
+		args = b.run(batch, args[:0])
 		b.inflight.Add(-1)
 	}
 }
 
-// run runs one batch, leaving out the calls whose caller gave up.
-func (b *batcher) run(batch []*call) {
+// run runs one batch, leaving out the calls whose caller gave up, with
+// args for the FCALL's arguments; it returns args, emptied, to be reused.
+func (b *batcher) run(batch []*call, args []any) []any {
 	live := batch[:0]
-	n := 0
 	for _, c := range batch {
 		if c.err = c.ctx.Err(); c.err != nil {
+			c.enc.recycle()
 			close(c.done)
 			continue
 		}
 		live = append(live, c)
-		n += 1 + len(c.args)
 	}
 	if len(live) == 0 {
-		return
+		return args
 	}
-	args := b.s.fcallArgs(b.script, n)
+	args = b.s.fcallArgs(args, b.script)
 	for _, c := range live {
-		args = append(args, len(c.args))
-		args = append(args, c.args...)
+		args = append(args, len(c.enc.args))
+		args = append(args, c.enc.args...)
 	}
 	res, err := b.s.fcall(context.Background(), args)
+	clear(args)
 	replies, _ := res.([]any)
 	if err == nil && len(replies) != len(live) {
 		err = fmt.Errorf("batch of %d calls: unexpected reply %v", len(live), res)
 	}
 	for i, c := range live {
+		c.enc.recycle()
 		switch {
 		case err != nil:
 			c.err = err
@@ -143,6 +170,7 @@ func (b *batcher) run(batch []*call) {
 		}
 		close(c.done)
 	}
+	return args[:0]
 }
 
 // isCallError reports whether a call's reply is {'ERR', text}: the call

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,9 +24,10 @@ import (
 // Absent fields are empty.
 
 // hashFields appends to args the values of fields s, k and b of m's hash,
-// then the field/value pairs of its other fields that are set.
-func hashFields(args []any, m *herald.Message) []any {
-	buf := make([]byte, 0, 160+len(m.ID)+len(m.Target)+len(m.Lane)+len(m.Text)+len(m.Payload))
+// then the field/value pairs of its other fields that are set. It encodes
+// the values into buf, which it returns too, and which args then point into.
+func hashFields(args []any, buf []byte, m *herald.Message) ([]any, []byte) {
+	buf = slices.Grow(buf[:0], 160+len(m.ID)+len(m.Target)+len(m.Lane)+len(m.Text)+len(m.Payload))
 	buf = append(buf, m.Status...)
 	for _, n := range []int64{int64(m.Attempt), m.Lease, 0, unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt)} {
 		buf = strconv.AppendInt(append(buf, '|'), n, 10)
@@ -34,7 +36,9 @@ func hashFields(args []any, m *herald.Message) []any {
 	buf = strconv.AppendInt(buf, unixms.From(m.CreatedAt), 10)
 	buf = strconv.AppendInt(append(buf, '|'), int64(m.Priority), 10)
 	buf = append(append(append(append(buf, '|'), esc(m.Tenant)...), '|'), esc(m.Route)...)
-	args = append(args, buf[:s], buf[s:], appendBody(buf[len(buf):], m))
+	k := len(buf)
+	buf = appendBody(buf, m)
+	args = append(args, buf[:s], buf[s:k], buf[k:])
 	for _, f := range []struct{ name, v string }{
 		{"x", m.ExternalID}, {"e", m.LastError}, {"coal", m.CoalesceKey}, {"corr", m.CorrelationID}, {"idem", m.IdempotencyKey},
 	} {
@@ -42,7 +46,7 @@ func hashFields(args []any, m *herald.Message) []any {
 			args = append(args, f.name, f.v)
 		}
 	}
-	return args
+	return args, buf
 }
 
 // appendBody appends field b of m to dst: the id, target, lane, text,

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/unixms"
@@ -19,7 +20,8 @@ const createArgs = 8 + 3 + 2*5
 // batcher).
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
 	msg := herald.AsCreated(m)
-	args := make([]any, 0, createArgs+len(opt.CoalesceNotify))
+	enc := newEncoding()
+	args := slices.Grow(enc.args, createArgs+len(opt.CoalesceNotify))
 	created, due := unixms.From(msg.CreatedAt), unixms.From(msg.DueAt)
 	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), created)
 	if due > created {
@@ -31,8 +33,8 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	for _, sub := range opt.CoalesceNotify {
 		args = append(args, sub)
 	}
-	args = hashFields(args, &msg)
-	res, err := s.creates.do(ctx, args)
+	enc.args, enc.buf = hashFields(args, enc.buf, &msg)
+	res, err := s.creates.do(ctx, enc)
 	if err != nil {
 		return nil, false, wrap(ctx, "create", err)
 	}

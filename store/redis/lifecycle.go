@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/heraldmq/herald"
@@ -71,13 +72,14 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 	if t.ResetAttempts {
 		reset = 1
 	}
-	args := make([]any, 0, 12+len(t.Notify))
-	args = append(args, t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
+	enc := newEncoding()
+	args := append(slices.Grow(enc.args, 12+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, reset, t.Reason)
 	for _, sub := range t.Notify {
 		args = append(args, sub)
 	}
-	res, err := s.transitions.do(ctx, args)
+	enc.args = args
+	res, err := s.transitions.do(ctx, enc)
 	if err != nil {
 		return wrap(ctx, "transition", err)
 	}

@@ -1,8 +1,12 @@
 package redis
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,5 +157,46 @@ func TestLibraryLoadedWhenMissing(t *testing.T) {
 				t.Fatalf("Claim after FUNCTION FLUSH = %d messages, %v; want both", len(got), err)
 			}
 		})
+	}
+}
+
+// TestConcurrentCreatesKeepTheirBytes creates messages from many goroutines,
+// some of which give up mid-call, and reads each stored one back: the
+// batcher recycles a call's encoding, so a buffer reused too soon would
+// show as another message's payload.
+func TestConcurrentCreatesKeepTheirBytes(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	var stored sync.Map // id -> payload
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 100 {
+				m := message(fmt.Sprintf("g%d-%d", g, i))
+				m.Text, m.Payload = "", []byte(strings.Repeat(m.ID, 1+i%40))
+				ctx, cancel := context.WithCancel(t.Context())
+				if i%7 == 3 {
+					cancel() // the call may be dropped before, or answered after, its caller gives up
+				}
+				if _, created, err := s.Create(ctx, m, herald.CreateOptions{}); err == nil && created {
+					stored.Store(m.ID, m.Payload)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	stored.Range(func(id, payload any) bool {
+		n++
+		got, err := s.Get(t.Context(), id.(string))
+		if err != nil {
+			t.Errorf("message %s: %v", id, err)
+		} else if !bytes.Equal(got.Payload, payload.([]byte)) {
+			t.Errorf("message %s: payload %q, want %q", id, got.Payload, payload)
+		}
+		return true
+	})
+	if n < 1000 {
+		t.Errorf("only %d creates succeeded", n)
 	}
 }

@@ -86,13 +86,13 @@ func library() (name, code string) {
 // eval calls sc with the store's keys and args, loading the library first
 // when the server lacks it.
 func (s *Store) eval(ctx context.Context, sc script, args ...any) (any, error) {
-	return s.fcall(ctx, append(s.fcallArgs(sc, len(args)), args...))
+	return s.fcall(ctx, append(s.fcallArgs(make([]any, 0, 4+len(args)), sc), args...))
 }
 
-// fcallArgs returns the arguments of an FCALL of sc before sc's own, with
-// room for n of them.
-func (s *Store) fcallArgs(sc script, n int) []any {
-	return append(make([]any, 0, 4+n), "fcall", sc.function(), 1, s.keys[0])
+// fcallArgs appends to dst the arguments of an FCALL of sc that come
+// before sc's own.
+func (s *Store) fcallArgs(dst []any, sc script) []any {
+	return append(dst, "fcall", sc.function(), 1, s.keys[0])
 }
 
 // fcall runs args, an FCALL's arguments from fcallArgs on, loading the
