@@ -1,10 +1,13 @@
 package redis
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -198,5 +201,61 @@ func TestConcurrentCreatesKeepTheirBytes(t *testing.T) {
 	})
 	if n < 1000 {
 		t.Errorf("only %d creates succeeded", n)
+	}
+}
+
+// TestServerWithoutFunctions calls a server that knows no functions, as
+// Redis 6 does: the error says what herald needs.
+func TestServerWithoutFunctions(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go refuseEveryCommand(conn)
+		}
+	}()
+	s, err := Open("redis://" + ln.Addr().String() + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, _, err = s.Create(t.Context(), message("m1"), herald.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "herald needs Redis 7.0 or later") {
+		t.Fatalf("Create on a server without functions: %v; want an error that names Redis 7.0", err)
+	}
+}
+
+// refuseEveryCommand answers each command that conn sends, a RESP array
+// of bulk strings, with Redis's error for an unknown command.
+func refuseEveryCommand(conn net.Conn) {
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for {
+		var n int
+		if _, err := fmt.Fscanf(r, "*%d\r\n", &n); err != nil {
+			return
+		}
+		var name string
+		for i := range n {
+			var size int
+			if _, err := fmt.Fscanf(r, "$%d\r\n", &size); err != nil {
+				return
+			}
+			arg := make([]byte, size+2)
+			if _, err := io.ReadFull(r, arg); err != nil {
+				return
+			}
+			if i == 0 {
+				name = string(arg[:size])
+			}
+		}
+		fmt.Fprintf(conn, "-ERR unknown command '%s', with args beginning with: \r\n", name)
 	}
 }

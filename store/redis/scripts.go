@@ -105,7 +105,12 @@ func (s *Store) fcall(ctx context.Context, args []any) (any, error) {
 		return cmd.Result()
 	}
 	res, err := run()
-	if err == nil || !strings.HasPrefix(err.Error(), "ERR Function not found") {
+	switch {
+	case err == nil:
+		return res, nil
+	case strings.HasPrefix(err.Error(), "ERR unknown command"):
+		return nil, fmt.Errorf("herald needs Redis 7.0 or later, for functions: %w", err)
+	case !strings.HasPrefix(err.Error(), "ERR Function not found"):
 		return res, err
 	}
 	if err := s.loadLibrary(ctx); err != nil {
@@ -118,11 +123,7 @@ func (s *Store) fcall(ctx context.Context, args []any) (any, error) {
 // cluster. It replaces a library of the same name, which has the same code.
 func (s *Store) loadLibrary(ctx context.Context) error {
 	load := func(ctx context.Context, c goredis.Cmdable) error {
-		err := c.FunctionLoadReplace(ctx, libraryCode).Err()
-		if err != nil && strings.HasPrefix(err.Error(), "ERR unknown command") {
-			return fmt.Errorf("herald needs Redis 7.0 or later, for functions: %w", err)
-		}
-		return err
+		return c.FunctionLoadReplace(ctx, libraryCode).Err()
 	}
 	if c, ok := s.client.(*goredis.ClusterClient); ok {
 		return c.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return load(ctx, c) })

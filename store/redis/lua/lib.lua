@@ -3,9 +3,9 @@
 -- It runs once, when the library loads; each function (a file of lua/)
 -- starts with enter.
 --
--- KEYS[1] is the key prefix, "{name}:". Every key starts with it, so every
--- key hashes to the slot of the name in braces: the store runs on Redis
--- Cluster, within one slot.
+-- Every call's one key is the key prefix, "{name}:". Every key starts
+-- with it, so every key hashes to the slot of the name in braces: the
+-- store runs on Redis Cluster, within one slot.
 --
 -- Keys, after the prefix (T and R: a tenant and a route, escaped):
 --   m:<id>        hash: the message, fields below
@@ -40,9 +40,9 @@
 -- (keys), b (the rest, encoded by codec.go). Escaping turns | into %7C and %
 -- into %25. Times are unix milliseconds, 0 for none.
 
--- KEYS and ARGV are a function's keys and arguments, and P the prefix, as
--- enter sets them for each call: the names that scripts run by EVAL have.
-local KEYS, ARGV, P
+-- ARGV is a call's arguments, the name they have in scripts run by EVAL,
+-- and P its key prefix: enter sets both.
+local ARGV, P
 
 -- TIMELINE is how many entries field t keeps, the latest.
 local TIMELINE = 99
@@ -376,6 +376,6 @@ end
 -- enter starts a call of a function, with its keys and arguments: the
 -- library's state outlives its calls, so each starts it afresh.
 local function enter(keys, args)
-	KEYS, ARGV, P = keys, args, keys[1]
+	ARGV, P = args, keys[1]
 	zpend, cpend = nil, nil
 end
