@@ -123,7 +123,6 @@ type demoView struct {
 	}
 }
 
-// printTransitions prints the new timeline entries of every message and
 // endedCount sums the counts of byStatus (status name -> messages) that are
 // in a terminal status.
 func endedCount(byStatus map[string]int) int {
@@ -136,6 +135,7 @@ func endedCount(byStatus map[string]int) int {
 	return n
 }
 
+// printTransitions prints the new timeline entries of every message and
 // returns the messages' statuses, counted.
 func printTransitions(out io.Writer, client *apiClient, ids []string, printed map[string]int) (map[string]int, error) {
 	statuses := map[string]int{}

@@ -127,13 +127,14 @@ func (b *batcher) work() {
 			}
 		}
 		b.inflight.Add(1)
-		args = b.run(batch, args[:0])
+		args = b.run(batch, args)
 		b.inflight.Add(-1)
 	}
 }
 
 // run runs one batch, leaving out the calls whose caller gave up, with
-// args for the FCALL's arguments; it returns args, emptied, to be reused.
+// args's memory for the FCALL's arguments; it returns args, emptied, to be
+// reused.
 func (b *batcher) run(batch []*call, args []any) []any {
 	live := batch[:0]
 	for _, c := range batch {
@@ -145,9 +146,9 @@ func (b *batcher) run(batch []*call, args []any) []any {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return args
+		return args[:0]
 	}
-	args = b.s.fcallArgs(args, b.script)
+	args = b.s.fcallArgs(args[:0], b.script)
 	for _, c := range live {
 		args = append(args, len(c.enc.args))
 		args = append(args, c.enc.args...)

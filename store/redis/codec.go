@@ -113,11 +113,11 @@ func (r *body) string() string {
 	return s
 }
 
-// decode returns the message of a hash's fields, and the attempt it was
 // decodedFields are the fields of a message's hash that decode reads: all
 // but the timeline, t.
 var decodedFields = []string{"s", "k", "b", "x", "e", "coal", "corr", "idem"}
 
+// decode returns the message of a hash's fields, and the attempt it was
 // created with.
 func decode(h map[string]string) (*herald.Message, int, error) {
 	s := strings.Split(h["s"], "|")

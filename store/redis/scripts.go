@@ -29,58 +29,51 @@ var luaFiles embed.FS
 var libraryName, libraryCode = library()
 
 var (
-	createScript      = script("create")
-	claimScript       = script("claim")
-	transitionScript  = script("transition")
-	releaseScript     = script("release")
-	overdueScript     = script("overdue")
-	countsScript      = script("counts")
-	pruneScript       = script("prune")
-	purgeScript       = script("purge")
-	claimEventsScript = script("claim_events")
-	settleEventScript = script("settle_event")
+	createScript      = function("create")
+	claimScript       = function("claim")
+	transitionScript  = function("transition")
+	releaseScript     = function("release")
+	overdueScript     = function("overdue")
+	countsScript      = function("counts")
+	pruneScript       = function("prune")
+	purgeScript       = function("purge")
+	claimEventsScript = function("claim_events")
+	settleEventScript = function("settle_event")
 )
 
-// script is a function of the library, by the name of its file.
+// script is a function of the library, by the name the server knows it by.
 type script string
 
-// function returns the name that the server knows sc by.
-func (sc script) function() string {
-	return libraryName + "_" + string(sc)
+// function returns the script of lua/<file>.lua.
+func function(file string) script {
+	return script(libraryName + "_" + file)
 }
 
 // library returns the library's name and code: lib.lua, then each other
-// file of lua/ registered as a function that starts with enter.
+// file of lua/ registered as a function that starts with enter. The name
+// holds a hash of the code it names.
 func library() (name, code string) {
-	read := func(file string) string {
-		b, err := luaFiles.ReadFile("lua/" + file)
-		if err != nil {
-			panic(err)
-		}
-		return string(b)
-	}
-	files, err := luaFiles.ReadDir("lua")
+	files, err := luaFiles.ReadDir("lua") // in name order
 	if err != nil {
 		panic(err)
 	}
-	lib := read("lib.lua")
-	sum := sha256.New()
-	sum.Write([]byte(lib))
-	var bodies []string
+	const placeholder = "herald_NAME"
+	var lib, functions strings.Builder
 	for _, f := range files {
-		if f.Name() != "lib.lua" {
-			bodies = append(bodies, f.Name())
-			sum.Write([]byte(read(f.Name())))
+		b, err := luaFiles.ReadFile("lua/" + f.Name())
+		if err != nil {
+			panic(err)
 		}
+		if f.Name() == "lib.lua" {
+			lib.Write(b)
+			continue
+		}
+		fmt.Fprintf(&functions, "redis.register_function('%s_%s', function(keys, args)\nenter(keys, args)\n%s\nend)\n",
+			placeholder, strings.TrimSuffix(f.Name(), ".lua"), b)
 	}
-	name = fmt.Sprintf("herald_%x", sum.Sum(nil)[:6])
-	var b strings.Builder
-	fmt.Fprintf(&b, "#!lua name=%s\n%s\n", name, lib)
-	for _, f := range bodies {
-		fmt.Fprintf(&b, "redis.register_function('%s_%s', function(keys, args)\nenter(keys, args)\n%s\nend)\n",
-			name, strings.TrimSuffix(f, ".lua"), read(f))
-	}
-	return name, b.String()
+	code = "#!lua name=" + placeholder + "\n" + lib.String() + "\n" + functions.String()
+	name = fmt.Sprintf("herald_%x", sha256.Sum256([]byte(code)))[:len("herald_")+12]
+	return name, strings.ReplaceAll(code, placeholder, name)
 }
 
 // eval calls sc with the store's keys and args, loading the library first
@@ -92,7 +85,7 @@ func (s *Store) eval(ctx context.Context, sc script, args ...any) (any, error) {
 // fcallArgs appends to dst the arguments of an FCALL of sc that come
 // before sc's own.
 func (s *Store) fcallArgs(dst []any, sc script) []any {
-	return append(dst, "fcall", sc.function(), 1, s.keys[0])
+	return append(dst, "fcall", string(sc), 1, s.keys[0])
 }
 
 // fcall runs args, an FCALL's arguments from fcallArgs on, loading the

@@ -124,8 +124,9 @@ local function negated(v)
 end
 
 -- zsets returns the sorted sets that hold m, key -> score: its status's,
--- and its group's when it waits. A QUEUED message is in ready when due at now, in delayed
--- otherwise; with now nil (its place unknown) both are listed, score false.
+-- and its group's when it waits. A QUEUED message is in ready when due at
+-- now, in delayed otherwise; with now nil (its place unknown) both are
+-- listed, score false.
 -- Scores are m's fields as they are, strings mostly: Redis parses them
 -- either way, and a number would be formatted first.
 local function zsets(m, now)
