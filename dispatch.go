@@ -101,7 +101,7 @@ func (e *Engine) claimAhead(ctx context.Context, limit int) claimed {
 	if err != nil {
 		return claimed{err: err}
 	}
-	e.prefetched = append(e.prefetched, msgs...)
+	e.prefetch(msgs)
 	if len(msgs) < limit {
 		e.pace.ranOut()
 	}
@@ -142,8 +142,26 @@ func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
 	if err != nil {
 		return started, err
 	}
-	e.prefetched = append(e.prefetched, msgs...)
+	e.prefetch(msgs)
 	return started + e.startPrefetched(), nil
+}
+
+// prefetch adds claimed messages to the prefetched buffer: those of gated
+// routes at its front, since their lane admitted them now and they were
+// claimed only for free slots (the carrier sees the lane's limits), the
+// others at its end. The caller holds dispatchMu.
+func (e *Engine) prefetch(msgs []*Message) {
+	var gated []*Message
+	for _, m := range msgs {
+		if r := e.routes[m.Route]; r != nil && r.Policy.Admission.Gated() {
+			gated = append(gated, m)
+		} else {
+			e.prefetched = append(e.prefetched, m)
+		}
+	}
+	if len(gated) > 0 {
+		e.prefetched = append(gated, e.prefetched...)
+	}
 }
 
 // startPrefetched starts sends from the prefetched buffer while send slots
@@ -166,13 +184,20 @@ func (e *Engine) startPrefetched() int {
 }
 
 // claimMessages claims up to limit due messages, taking a pending token
-// for each.
+// for each; of gated routes, no more than the send slots free now, so
+// that they are sent as soon as their lane admits them. The caller holds
+// dispatchMu.
 func (e *Engine) claimMessages(ctx context.Context, limit int) ([]*Message, error) {
+	gated := 0
+	if e.gated {
+		gated = max(0, cap(e.slots)-len(e.slots)-e.gatedAhead())
+	}
 	msgs, err := e.store.Claim(ctx, Claim{
 		Now:            e.clock.Now(),
 		Limit:          limit,
 		AcceptTimeouts: e.acceptTimeouts,
 		DefaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
+		GatedLimit:     gated,
 	})
 	if err != nil {
 		return nil, err
@@ -182,6 +207,19 @@ func (e *Engine) claimMessages(ctx context.Context, limit int) ([]*Message, erro
 		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
 	}
 	return msgs, nil
+}
+
+// gatedAhead counts the prefetched messages of gated routes, which wait
+// at the buffer's front. The caller holds dispatchMu.
+func (e *Engine) gatedAhead() int {
+	n := 0
+	for _, m := range e.prefetched {
+		if r := e.routes[m.Route]; r == nil || !r.Policy.Admission.Gated() {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // stale reports whether a prefetched message waited so long for a slot that
@@ -238,6 +276,9 @@ func (e *Engine) send(m *Message) (t Transition, ok bool) {
 		if e.sendCtx.Err() != nil {
 			return Transition{}, false
 		}
+		if wait := retryAfter(err); wait > 0 {
+			return e.backpressure(r, m, err, wait), true
+		}
 		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
 		e.obs.Problem("carrier_error")
 		return e.failure(r, m, err, "send failed"), true
@@ -272,6 +313,22 @@ func (e *Engine) failure(r *route, m *Message, cause error, reason string) Trans
 	default:
 		delay := max(r.Policy.Retry.Delay(m.Attempt, e.cfg.Random()), retryAfter(cause))
 		t.To, t.Reason, t.DueAt = StatusToRetry, reason, now.Add(delay)
+	}
+	return t
+}
+
+// backpressure is the answer to a carrier that said "not now, try again
+// after wait" (HTTP 429 or 503 with Retry-After, a platform's
+// retry_after): the send does not count as an attempt, the message waits
+// TO_RETRY until then, and a gated route's lane pauses until then too, so
+// that none of its messages is sent before.
+func (e *Engine) backpressure(r *route, m *Message, cause error, wait time.Duration) Transition {
+	now := e.clock.Now()
+	e.problem("backpressure", "carrier asked to wait: lane paused", "id", m.ID, "route", m.Route, "lane", m.Lane, "wait", wait, "err", cause)
+	t := Transition{From: m.Status, To: StatusToRetry, Lease: m.Lease, At: now, DueAt: now.Add(wait),
+		Reason: "backpressure", LastError: cause.Error(), UndoAttempt: true}
+	if r.Policy.Admission.Gated() {
+		t.PauseUntil, t.PauseReason = t.DueAt, "backpressure"
 	}
 	return t
 }

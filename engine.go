@@ -86,7 +86,13 @@ type Engine struct {
 	ids         idGenerator
 	// acceptTimeouts maps each route to its SENT_TO_NS deadline, for Claim.
 	acceptTimeouts map[string]time.Duration
-	latencies      latencyWindow
+	// admission holds the gated routes' admission, for Store.SetAdmission;
+	// gated is whether there is any.
+	admission    map[string]Admission
+	gated        bool
+	admissionSet bool // the store has it; guarded by admissionMu
+	admissionMu  sync.Mutex
+	latencies    latencyWindow
 
 	slots        chan struct{} // one token per carrier call in flight
 	pending      chan struct{} // one token per claimed message not yet recorded
@@ -122,6 +128,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: cfg.Observer,
 		routes:         make(map[string]*route, len(cfg.Routes)),
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
+		admission:      make(map[string]Admission),
 		subscribers:    cfg.Subscribers,
 		slots:          make(chan struct{}, cfg.Concurrency),
 		pending:        make(chan struct{}, 2*cfg.Concurrency+4*cfg.ClaimBatch),
@@ -152,6 +159,10 @@ func New(cfg Config) (*Engine, error) {
 		}
 		e.routes[r.Name] = &route{Route: r, classifier: c}
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
+		if a := r.Policy.Admission; a.Gated() {
+			e.admission[r.Name] = a
+			e.gated = true
+		}
 	}
 	for i, s := range e.subscribers {
 		if s.Name == "" || s.Sink == nil {
@@ -218,6 +229,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cancel != nil {
 		return errors.New("herald: engine already started")
 	}
+	if err := e.setAdmission(ctx); err != nil {
+		return err
+	}
 	if err := e.Drain(ctx); err != nil {
 		return fmt.Errorf("startup drain: %w", err)
 	}
@@ -260,10 +274,27 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 }
 
+// setAdmission gives the store the gated routes' admission, once.
+func (e *Engine) setAdmission(ctx context.Context) error {
+	e.admissionMu.Lock()
+	defer e.admissionMu.Unlock()
+	if e.admissionSet {
+		return nil
+	}
+	if err := e.store.SetAdmission(ctx, e.admission); err != nil {
+		return fmt.Errorf("set the lanes' admission: %w", err)
+	}
+	e.admissionSet = true
+	return nil
+}
+
 // Tick runs one pass of every loop — reap, release, dispatch until nothing is
 // due, outbox — and waits for the sends it started. Tests drive a fake clock
 // with it; a running engine does the same on its own.
 func (e *Engine) Tick(ctx context.Context) error {
+	if err := e.setAdmission(ctx); err != nil {
+		return err
+	}
 	if err := e.reap(ctx); err != nil {
 		return err
 	}

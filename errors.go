@@ -48,8 +48,9 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // Permanent wraps err so the engine fails the message without retrying.
 func Permanent(err error) error { return &PermanentError{Err: err} }
 
-// RetryAfterError is a transient carrier failure that asks for a minimum wait
-// (an HTTP Retry-After, a rate limit's reset).
+// RetryAfterError is a carrier's "not now, try again after After" (an HTTP
+// 429 or 503 with Retry-After, a platform's retry_after): the send does not
+// count as an attempt, and a gated route's lane pauses until then.
 type RetryAfterError struct {
 	After time.Duration
 	Err   error
@@ -58,7 +59,7 @@ type RetryAfterError struct {
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
-// RetryAfter wraps err so the next attempt waits at least d.
+// RetryAfter wraps err as a "not now" that asks to wait d.
 func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{After: d, Err: err} }
 
 // DefaultPermanentPatterns are the error texts that mean the target is gone

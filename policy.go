@@ -126,6 +126,8 @@ type Policy struct {
 	RetryCarrierTimeout bool
 	// PollDelays: how often a pull carrier's task is polled, by message age.
 	PollDelays []PollStep
+	// Admission is the flow control of the route's lanes.
+	Admission Admission
 }
 
 // PollDelay returns the wait before the next poll of a message of the given age.
@@ -154,7 +156,7 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("timeouts must all be > 0 (accept %v, carrier %v, device %v)",
 			p.Timeouts.Accept, p.Timeouts.Carrier, p.Timeouts.Device)
 	}
-	return nil
+	return p.Admission.Validate()
 }
 
 // Profile names a policy preset that reproduces one seed system's behaviour.
@@ -177,6 +179,7 @@ var Profiles = map[Profile]Policy{
 		MaxAttempts:         12,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
+		Admission:           Admission{Spacing: 2 * time.Second}, // seed 000's flood lock, per network
 	},
 	ProfileTaskPoll: {
 		Retry:       RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Hour, Jitter: 0.5},
@@ -189,6 +192,7 @@ var Profiles = map[Profile]Policy{
 			{Age: 5 * time.Minute, Delay: 20 * time.Second},
 			{Age: 15 * time.Minute, Delay: 30 * time.Second},
 		},
+		Admission: Admission{Concurrency: 5}, // seed 000: 5 tasks at a time per DCU
 	},
 	ProfileChannel: {
 		Retry:               RetryPolicy{Kind: RetrySchedule, Schedule: []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}},
@@ -207,6 +211,8 @@ var Profiles = map[Profile]Policy{
 		MaxAttempts:         5,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
+		// seed 003: 30 per minute per gateway, 100 per minute per tenant.
+		Admission: Admission{Rate: Rate{N: 30, Per: time.Minute}, TenantRate: Rate{N: 100, Per: time.Minute}},
 	},
 	ProfileRoom: {
 		Retry:               RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: time.Hour},

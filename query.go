@@ -159,19 +159,59 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 	switch {
 	case m.Status.Terminal():
 		x.Reason, x.Detail = "terminal", fmt.Sprintf("the message ended %s", m.Status)
-	case m.Status.Waiting() && m.DueAt.After(now):
-		x.Reason, x.Until = "backoff", utcPtr(m.DueAt)
-		x.Detail = fmt.Sprintf("waiting %s before attempt %d of %d", m.DueAt.Sub(now).Round(time.Millisecond), m.Attempt+1, m.MaxAttempts)
-		if m.LastError != "" {
-			x.Detail += "; last error: " + m.LastError
-		}
 	case m.Status.Waiting():
+		if r := e.routes[m.Route]; r != nil && r.Policy.Admission.Gated() {
+			lane, err := e.store.Lane(ctx, m.Route, m.Lane, m.Tenant)
+			if err != nil {
+				return Explanation{}, err
+			}
+			if explainLane(&x, r.Policy.Admission, lane, m, now) {
+				return x, nil
+			}
+		}
+		if m.DueAt.After(now) {
+			x.Reason, x.Until = "backoff", utcPtr(m.DueAt)
+			x.Detail = fmt.Sprintf("waiting %s before attempt %d of %d", m.DueAt.Sub(now).Round(time.Millisecond), m.Attempt+1, m.MaxAttempts)
+			if m.LastError != "" {
+				x.Detail += "; last error: " + m.LastError
+			}
+			return x, nil
+		}
 		x.Reason, x.Detail = "dispatching", "due now: the dispatcher takes it as soon as a send slot is free"
 	default:
 		x.Reason, x.Until = "awaiting_carrier", utcPtr(m.Deadline)
 		x.Detail = fmt.Sprintf("%s: waiting for the carrier until the stage deadline", m.Status)
 	}
 	return x, nil
+}
+
+// explainLane fills x when m's lane holds it back at now, and reports
+// whether it does: paused, at its concurrency, within its spacing, or out
+// of tokens in its own or its tenant's bucket.
+func explainLane(x *Explanation, a Admission, lane LaneState, m *Message, now time.Time) bool {
+	name := fmt.Sprintf("lane %q of route %s", m.Lane, m.Route)
+	switch {
+	case lane.PausedUntil.After(now):
+		x.Reason, x.Until = "lane_paused", utcPtr(lane.PausedUntil)
+		x.Detail = fmt.Sprintf("%s is paused for %s (%s)", name, lane.PausedUntil.Sub(now).Round(time.Millisecond), lane.PauseReason)
+	case a.Concurrency > 0 && len(lane.InFlight) >= a.Concurrency:
+		x.Reason, x.BlockingIDs = "lane_concurrency", lane.InFlight
+		x.Detail = fmt.Sprintf("%s has %d of %d messages in flight", name, len(lane.InFlight), a.Concurrency)
+	case a.Spacing > 0 && lane.NextAt.After(now):
+		x.Reason, x.Until = "lane_spacing", utcPtr(lane.NextAt)
+		x.Detail = fmt.Sprintf("%s takes one dispatch every %s", name, a.Spacing)
+	case !a.Rate.IsZero() && !lane.TokensAt.IsZero() && a.Rate.Refill(lane.Tokens, lane.TokensAt, now) < 1:
+		until := a.Rate.NextToken(a.Rate.Refill(lane.Tokens, lane.TokensAt, now), now)
+		x.Reason, x.Until = "rate_limited", utcPtr(until)
+		x.Detail = fmt.Sprintf("%s is limited to %d per %s", name, a.Rate.N, a.Rate.Per)
+	case !a.TenantRate.IsZero() && !lane.TenantTokensAt.IsZero() && a.TenantRate.Refill(lane.TenantTokens, lane.TenantTokensAt, now) < 1:
+		until := a.TenantRate.NextToken(a.TenantRate.Refill(lane.TenantTokens, lane.TenantTokensAt, now), now)
+		x.Reason, x.Until = "tenant_rate_limited", utcPtr(until)
+		x.Detail = fmt.Sprintf("tenant %s is limited to %d per %s on route %s", m.Tenant, a.TenantRate.N, a.TenantRate.Per, m.Route)
+	default:
+		return false
+	}
+	return true
 }
 
 // Ready reports whether the store answers.

@@ -29,7 +29,32 @@ type Store interface {
 	// within a priority: it increments Attempt, sets Deadline to c.Now plus the
 	// route's accept timeout, assigns a fresh Lease and records the transition.
 	// A message is claimed by one caller only, across processes.
+	//
+	// A message of a gated route (see SetAdmission) is claimed only when
+	// its lane (route and Lane) admits it at c.Now, and at most
+	// c.GatedLimit of them: fewer than Concurrency of the lane's messages
+	// in flight; Spacing since the lane's last dispatch (so one message of
+	// the lane per claim); a token in the lane's Rate bucket and in its
+	// tenant's TenantRate bucket on the route (buckets start full); the
+	// lane not paused. Within a lane messages go by priority, then id;
+	// across admissible lanes by their first message's priority, then id.
+	// A lane that admits nothing never keeps another lane's messages back.
+	// The claim updates the lanes' state in the same atomic step.
 	Claim(ctx context.Context, c Claim) ([]*Message, error)
+
+	// SetAdmission gives the store the admission of every gated route
+	// (routes absent are not gated). The engine calls it at start, before
+	// any claim; it applies to the messages already stored too, and it
+	// recounts each lane's messages in flight from the messages themselves.
+	SetAdmission(ctx context.Context, rules map[string]Admission) error
+
+	// Lane returns the state of a gated route's lane, with tenant's bucket
+	// on the route. A lane the store knows nothing of has a zero state.
+	Lane(ctx context.Context, route, lane, tenant string) (LaneState, error)
+
+	// Lanes returns up to limit lanes of gated routes (of route only, when
+	// it is not empty), busiest first: by queued plus in flight.
+	Lanes(ctx context.Context, route string, limit int) ([]LaneState, error)
 
 	// Release moves up to limit TO_RETRY messages whose DueAt <= now back to
 	// QUEUED and returns how many moved.
@@ -94,6 +119,9 @@ type Claim struct {
 	// AcceptTimeouts gives each route's SENT_TO_NS deadline; DefaultAccept the rest.
 	AcceptTimeouts map[string]time.Duration
 	DefaultAccept  time.Duration
+	// GatedLimit bounds the messages of gated routes in the claim (they
+	// count in Limit too); 0 claims none of them.
+	GatedLimit int
 }
 
 // Transition is a compare-and-set of a message's status.
@@ -113,6 +141,14 @@ type Transition struct {
 	LastError  string    // when non-empty, replaces LastError
 	// ResetAttempts sets Attempt to 0 (replay).
 	ResetAttempts bool
+	// UndoAttempt takes one from Attempt: the send did not count (the
+	// carrier said "not now").
+	UndoAttempt bool
+	// PauseUntil, when non-zero, pauses the message's lane until then, for
+	// PauseReason, when its route is gated: no message of the lane is
+	// claimed before.
+	PauseUntil  time.Time
+	PauseReason string
 	// Notify names the subscribers to enqueue an outcome event for.
 	Notify []string
 }

@@ -90,6 +90,17 @@ func TestParseCarrierKeys(t *testing.T) {
 	if cs.TenantRate != (Rate{N: 100, Per: time.Minute}) || cs.TenantRate.PerSecond() != 100.0/60 {
 		t.Errorf("tenant_rate = %+v", cs.TenantRate)
 	}
+	p, err := cs.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPolicyAdm := herald.Admission{Spacing: 2 * time.Second, Concurrency: 5, Rate: herald.Rate{N: 30, Per: time.Minute}, TenantRate: herald.Rate{N: 100, Per: time.Minute}}
+	if p.Admission != wantPolicyAdm {
+		t.Errorf("policy admission = %+v, want %+v", p.Admission, wantPolicyAdm)
+	}
+	if p, err := f.Routes[1].Policy(); err != nil || p.Admission != (herald.Admission{Concurrency: 5}) {
+		t.Errorf("taskpoll route's admission = %+v, %v; want the profile's concurrency 5", p.Admission, err)
+	}
 	if cs.Ordered || cs.DedupTTL.D() != time.Hour || cs.Lane != "net-1" {
 		t.Errorf("ordered %v dedup %v lane %q", cs.Ordered, cs.DedupTTL, cs.Lane)
 	}

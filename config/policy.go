@@ -74,6 +74,12 @@ func (r Route) policy() (herald.Policy, error) {
 	if o := r.Overrides; o != nil {
 		o.apply(&p)
 	}
+	if a := r.Admission; a != nil { // replaces the profile's, as a whole
+		p.Admission.Spacing, p.Admission.Concurrency, p.Admission.Rate = a.Spacing.D(), a.Concurrency, herald.Rate(a.Rate)
+	}
+	if !r.TenantRate.IsZero() {
+		p.Admission.TenantRate = herald.Rate(r.TenantRate)
+	}
 	if err := p.Validate(); err != nil {
 		return herald.Policy{}, fmt.Errorf("policy: %w", err)
 	}

@@ -53,8 +53,8 @@ func ParseURL(s string) (*url.URL, error) {
 // Do sends req with client and classifies the outcome:
 //   - 2xx: the response header and a nil error;
 //   - 408, 429, 5xx, network failures and timeouts: a plain (transient)
-//     error, wrapped in herald.RetryAfter when the answer has a Retry-After
-//     header (delta-seconds or an HTTP date, measured from now());
+//     error; a 429 or 503 with a Retry-After header (delta-seconds or an
+//     HTTP date, measured from now()) is wrapped in herald.RetryAfter;
 //   - anything else: herald.Permanent.
 //
 // The response body is drained (up to MaxBodyRead) and closed. Error texts
@@ -81,10 +81,13 @@ func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Head
 	}
 	err = fmt.Errorf("webhook: %s: %s%s", where, status, quote(body, readErr))
 	switch {
-	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
+	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusServiceUnavailable:
+		// "Not now": with a Retry-After, the route's lane waits that long.
 		if d := ParseRetryAfter(resp.Header.Get("Retry-After"), now()); d > 0 {
 			return nil, herald.RetryAfter(d, err)
 		}
+		return nil, err
+	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode >= 500:
 		return nil, err
 	case resp.StatusCode/100 == 3:
 		if loc := resp.Header.Get("Location"); loc != "" {

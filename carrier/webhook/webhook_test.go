@@ -169,7 +169,8 @@ func TestSendTransient(t *testing.T) {
 		{502, "garbage", 0},
 		{503, "120", 120 * time.Second},
 		{429, fixedNow.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{408, "7", 7 * time.Second},
+		{408, "7", 0}, // transient, but not a "not now": only 429 and 503 pause the lane
+		{502, "7", 0},
 		{503, fixedNow.Add(-time.Hour).Format(http.TimeFormat), 0},
 	}
 	for _, c := range cases {

@@ -199,12 +199,6 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 // parses but does not enforce yet, rather than ignoring them.
 func unsupportedFlowControl(rc config.Route) error {
 	var keys []string
-	if rc.Admission != nil {
-		keys = append(keys, "admission")
-	}
-	if !rc.TenantRate.IsZero() {
-		keys = append(keys, "tenant_rate")
-	}
 	if rc.Ordered {
 		keys = append(keys, "ordered")
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -86,43 +85,71 @@ func (s *Store) readClaimed(ctx context.Context, claims []claimedRow, lease int6
 	return msgs, nil
 }
 
-// claim is Claim inside the writer's transaction: one UPDATE moves the whole
-// batch and appends each message's timeline entry. All the messages of a
-// claim share its lease, which no other claim gets; claim returns it.
+// claim is Claim inside the writer's transaction: the gated routes' lanes
+// admit what they may (pickGated), then one UPDATE moves those and one
+// more the rest of the batch, and each appends its messages' timeline
+// entries. All the messages of a claim share its lease, which no other
+// claim gets; claim returns it.
 func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
-	routes := slices.Sorted(maps.Keys(c.AcceptTimeouts))
-	stmt, err := tx.st.claimStmt(tx.conn, len(routes))
+	lease := tx.nextLease()
+	picked, err := tx.pickGated(c)
 	if err != nil {
 		return nil, 0, err
 	}
-	lease := tx.nextLease()
+	var claims []claimedRow
+	if len(picked) > 0 {
+		idsJSON, err := json.Marshal(picked)
+		if err != nil {
+			return nil, 0, err
+		}
+		if claims, err = tx.claimWith(c, lease, true, string(idsJSON)); err != nil {
+			return nil, 0, err
+		}
+	}
+	if rest := c.Limit - len(claims); rest > 0 {
+		more, err := tx.claimWith(c, lease, false, rest)
+		if err != nil {
+			return nil, 0, err
+		}
+		claims = append(claims, more...)
+	}
+	return claims, lease, nil
+}
+
+// claimWith runs the claim statement under lease: of the gated messages
+// whose ids the JSON array which holds, or of up to which ungated ones.
+func (tx *wtx) claimWith(c herald.Claim, lease int64, gated bool, which any) ([]claimedRow, error) {
+	routes := slices.Sorted(maps.Keys(c.AcceptTimeouts))
+	cache := &tx.st.claims
+	if gated {
+		cache = &tx.st.gatedClaims
+	}
+	stmt, err := tx.st.cached(tx.conn, cache, len(routes), func(n int) string { return claimSQL(n, gated) })
+	if err != nil {
+		return nil, err
+	}
 	args := make([]any, 0, 5+2*len(routes))
-	args = append(args, unixms.From(c.Now), unixms.From(c.Now.Add(c.DefaultAccept)), lease, c.Limit,
+	args = append(args, unixms.From(c.Now), unixms.From(c.Now.Add(c.DefaultAccept)), lease, which,
 		entryTail(c.Now, herald.StatusQueued, herald.StatusSentToNS, ""))
 	for _, r := range routes {
 		args = append(args, r, unixms.From(c.Now.Add(c.AcceptTimeouts[r])))
 	}
 	rows, err := stmt.Query(args...)
-	claims, err := collect(rows, err, func(sc rowScanner) (claimedRow, error) {
+	return collect(rows, err, func(sc rowScanner) (claimedRow, error) {
 		var r claimedRow
 		err := sc.Scan(&r.id, &r.attempt, &r.deadline)
 		return r, err
 	})
-	return claims, lease, err
 }
 
-// claimStmt returns the claim statement for nRoutes routes with their own
-// accept timeout, preparing it on conn the first time.
-func (st *writeStmts) claimStmt(conn *sql.Conn, nRoutes int) (*sql.Stmt, error) {
-	return st.cached(conn, &st.claims, nRoutes, claimSQL)
-}
-
-// claimSQL is the claim of up to ?4 messages due at ?1, under lease ?3,
-// for nRoutes routes whose deadlines follow as (route, deadline) pairs from
-// ?6 on; the other routes' deadline is ?2. Each message's timeline entry is
-// its new attempt followed by the tail ?5. It walks the ready index in
-// claim order and filters due_at from it: it never sorts the due rows.
-func claimSQL(nRoutes int) string {
+// claimSQL is the claim of messages due at ?1, under lease ?3, for nRoutes
+// routes whose deadlines follow as (route, deadline) pairs from ?6 on; the
+// other routes' deadline is ?2. Each message's timeline entry is its new
+// attempt followed by the tail ?5. Ungated, it takes up to ?4 messages: it
+// walks the ready index in claim order and filters due_at from it, never
+// sorting the due rows. Gated, it takes the QUEUED messages whose ids the
+// JSON array ?4 holds, which the lanes admitted.
+func claimSQL(nRoutes int, gated bool) string {
 	var deadline strings.Builder
 	deadline.WriteString("CASE route")
 	for i := range nRoutes {
@@ -133,10 +160,14 @@ func claimSQL(nRoutes int) string {
 		deadline.Reset()
 		deadline.WriteString("?2")
 	}
+	which := `id IN (SELECT id FROM messages INDEXED BY messages_ready
+			WHERE status = 'QUEUED' AND gated = 0 AND due_at <= ?1 ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER))`
+	if gated {
+		which = `id IN (SELECT value FROM json_each(?4)) AND status = 'QUEUED'`
+	}
 	return `UPDATE messages SET
 			status = 'SENT_TO_NS', attempt = attempt + 1, updated_at = ?1, deadline = ` + deadline.String() + `,
 			lease = ?3, seq = seq + 1, timeline = timeline || (attempt + 1) || ?5
-		WHERE id IN (SELECT id FROM messages INDEXED BY messages_ready
-			WHERE status = 'QUEUED' AND due_at <= ?1 ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER))
+		WHERE ` + which + `
 		RETURNING id, attempt, deadline`
 }

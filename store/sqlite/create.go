@@ -82,6 +82,6 @@ func (tx *wtx) insert(m *herald.Message, params string) error {
 		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID,
 		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, unixms.From(m.CreatedAt),
 		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease,
-		params, m.Text, m.Payload, encodeEntry(m.Timeline[0]))
+		params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), tx.gated(m.Route))
 	return err
 }

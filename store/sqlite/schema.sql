@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS messages (
 	external_id     TEXT NOT NULL,
 	last_error      TEXT NOT NULL,
 	lease           INTEGER NOT NULL,
+	gated           INTEGER NOT NULL DEFAULT 0, -- 1: its route is gated, it goes through the lanes
 	seq             INTEGER NOT NULL, -- status changes so far, creation included: numbers their events
 	-- The bulky columns come last so that reading the others stays cheap;
 	-- only Get reads the timeline, which grows with every status change.
@@ -40,17 +41,24 @@ CREATE TABLE IF NOT EXISTS messages (
 	timeline        TEXT NOT NULL     -- one line per entry, oldest first
 ) WITHOUT ROWID;
 
--- Claim walks this index in order and reads due_at and route from it.
+-- Claim walks this index in order and reads due_at and route from it:
+-- the messages of routes that are not gated.
 CREATE INDEX IF NOT EXISTS messages_ready ON messages (priority DESC, id, due_at, route)
-	WHERE status = 'QUEUED';
+	WHERE status = 'QUEUED' AND gated = 0;
+-- The QUEUED messages of gated routes, by lane in claim order.
+CREATE INDEX IF NOT EXISTS messages_lane ON messages (route, lane, priority DESC, id, due_at)
+	WHERE status = 'QUEUED' AND gated = 1;
+-- The messages of gated routes in flight, by lane: they hold its slots.
+CREATE INDEX IF NOT EXISTS messages_lane_inflight ON messages (route, lane, id)
+	WHERE gated = 1 AND (status = 'SENT_TO_NS' OR status = 'DELIVERED_TO_NS' OR status = 'SENT_TO_DEVICE');
 -- Release.
 CREATE INDEX IF NOT EXISTS messages_retry ON messages (due_at, route)
 	WHERE status = 'TO_RETRY';
 -- Overdue: in-flight deadlines, expiries, polls.
 CREATE INDEX IF NOT EXISTS messages_inflight ON messages (deadline, route)
 	WHERE (status = 'SENT_TO_NS' OR status = 'DELIVERED_TO_NS' OR status = 'SENT_TO_DEVICE');
--- Together, ready, retry and inflight hold every active message and its
--- route: ActiveRoutes reads them.
+-- Together, ready, lane, retry and inflight hold every active message and
+-- its route: ActiveRoutes reads them.
 CREATE INDEX IF NOT EXISTS messages_expiry ON messages (expires_at)
 	WHERE expires_at > 0 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
 CREATE INDEX IF NOT EXISTS messages_poll ON messages (due_at)
@@ -88,3 +96,81 @@ CREATE TABLE IF NOT EXISTS events (
 ) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS events_due ON events (due_at) WHERE dead = 0;
+
+-- lanes is the state of each lane of a gated route. The triggers below keep
+-- head_* and inflight in step with the messages in the same transaction as
+-- any change of status, whichever statement makes it; SetAdmission
+-- recounts them. The claim (claim.go) reads and writes the rest.
+CREATE TABLE IF NOT EXISTS lanes (
+	route        TEXT NOT NULL,
+	lane         TEXT NOT NULL,
+	head_prio    INTEGER NOT NULL DEFAULT 0,  -- the lane's first QUEUED message: priority
+	head_id      TEXT NOT NULL DEFAULT '',    -- and id; '' when none
+	inflight     INTEGER NOT NULL DEFAULT 0,  -- messages in flight
+	cap          INTEGER NOT NULL,            -- the route's concurrency; 2^62 for none
+	ready_at     INTEGER NOT NULL DEFAULT 0,  -- parked until then (spacing, bucket, pause); 0: not parked
+	next_at      INTEGER NOT NULL DEFAULT 0,  -- spacing: the earliest next dispatch
+	tokens       REAL NOT NULL DEFAULT 0,     -- the lane's bucket as of tokens_at
+	tokens_at    INTEGER NOT NULL DEFAULT 0,  -- 0: never drawn from (full)
+	paused_until INTEGER NOT NULL DEFAULT 0,
+	pause_reason TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (route, lane)
+) WITHOUT ROWID;
+-- The lanes a claim may take from, in claim order.
+CREATE INDEX IF NOT EXISTS lanes_ready ON lanes (head_prio DESC, head_id)
+	WHERE head_id != '' AND ready_at = 0 AND inflight < cap;
+CREATE INDEX IF NOT EXISTS lanes_parked ON lanes (ready_at) WHERE ready_at > 0;
+
+-- lane_caps holds each gated route's concurrency (2^62 for none), for the
+-- triggers that make a lane's row.
+CREATE TABLE IF NOT EXISTS lane_caps (
+	route TEXT NOT NULL PRIMARY KEY,
+	cap   INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- tenant_buckets is the token bucket of a tenant on a route (tenant_rate).
+CREATE TABLE IF NOT EXISTS tenant_buckets (
+	route     TEXT NOT NULL,
+	tenant    TEXT NOT NULL,
+	tokens    REAL NOT NULL,
+	tokens_at INTEGER NOT NULL,
+	PRIMARY KEY (route, tenant)
+) WITHOUT ROWID;
+
+-- A gated message that becomes QUEUED may be its lane's new head.
+CREATE TRIGGER IF NOT EXISTS lanes_insert AFTER INSERT ON messages
+WHEN new.gated = 1 AND new.status = 'QUEUED'
+BEGIN
+	INSERT INTO lanes (route, lane, head_prio, head_id, cap)
+		VALUES (new.route, new.lane, new.priority, new.id,
+			COALESCE((SELECT cap FROM lane_caps WHERE route = new.route), 4611686018427387904))
+	ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id
+		WHERE head_id = '' OR excluded.head_prio > head_prio OR (excluded.head_prio = head_prio AND excluded.head_id < head_id);
+END;
+
+-- A gated message that changes status: it may become the lane's head, stop
+-- being it, take a slot or give one back.
+CREATE TRIGGER IF NOT EXISTS lanes_update AFTER UPDATE OF status ON messages
+WHEN new.gated = 1 AND old.status != new.status
+BEGIN
+	INSERT INTO lanes (route, lane, head_prio, head_id, cap)
+		SELECT new.route, new.lane, new.priority, new.id,
+			COALESCE((SELECT cap FROM lane_caps WHERE route = new.route), 4611686018427387904)
+		WHERE new.status = 'QUEUED'
+	ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id
+		WHERE head_id = '' OR excluded.head_prio > head_prio OR (excluded.head_prio = head_prio AND excluded.head_id < head_id);
+	UPDATE lanes SET
+		head_id = COALESCE((SELECT id FROM messages INDEXED BY messages_lane
+			WHERE status = 'QUEUED' AND gated = 1 AND route = new.route AND lane = new.lane
+			ORDER BY priority DESC, id LIMIT 1), ''),
+		head_prio = COALESCE((SELECT priority FROM messages INDEXED BY messages_lane
+			WHERE status = 'QUEUED' AND gated = 1 AND route = new.route AND lane = new.lane
+			ORDER BY priority DESC, id LIMIT 1), 0)
+	WHERE old.status = 'QUEUED' AND route = new.route AND lane = new.lane AND head_id = old.id;
+	UPDATE lanes SET inflight = inflight
+			+ (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
+			- (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE')
+	WHERE route = new.route AND lane = new.lane
+		AND (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
+			!= (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE');
+END;

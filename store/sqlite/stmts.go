@@ -20,9 +20,14 @@ type writeStmts struct {
 	claimEvents, deleteEvent, retryEvent *sql.Stmt
 	killEvent                            *sql.Stmt
 
-	// The claim statements, prepared on first use and keyed by the number
-	// of routes with their own accept timeout (see claimSQL).
-	claims map[int]*sql.Stmt
+	// The lanes' statements (lanes.go).
+	unparkLanes, readyLanes, laneTake, parkLane, laneDispatched *sql.Stmt
+	pauseLane, tenantBucket, saveTenantBucket                   *sql.Stmt
+
+	// The claim statements, of ungated and of gated messages, prepared on
+	// first use and keyed by the number of routes with their own accept
+	// timeout (see claimSQL).
+	claims, gatedClaims map[int]*sql.Stmt
 	// The grouped transition statements, prepared on first use and keyed
 	// by the number of transitions they apply (see transitionsSQL).
 	transitions map[int]*sql.Stmt
@@ -33,6 +38,9 @@ type readStmts struct {
 	all []*sql.Stmt
 
 	get, byIDs, findExternal, activeRoutes, counts, overdue *sql.Stmt
+
+	// The lanes' (lanes.go).
+	lane, laneQueued, laneInFlight, tenantBucket, busiestLanes *sql.Stmt
 }
 
 // prepareWrite prepares the writer's statements on conn.
@@ -56,8 +64,8 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.begin, `BEGIN IMMEDIATE`},
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
-		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`},
+		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, gated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
 		// Event ids are made of the message id and seq, so a subscriber
 		// named twice in one Notify gets one event.
 		{&st.insertEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error)
@@ -69,7 +77,7 @@ func (st *writeStmts) defs() []stmtDef {
 			WHERE tenant = ? AND route = ? AND coalesce_key = ? AND coalesce_key != '' AND ` + waitingSQL + `
 			ORDER BY id`},
 		// The lease survives a move between in-flight stages (?9) and is
-		// cleared by any other. A change of status (?13) counts in seq,
+		// cleared by any other. ?8 resets the attempts, ?15 takes one back. A change of status (?13) counts in seq,
 		// sets updated_at and appends its timeline entry: the new attempt
 		// followed by the entry's tail (?14).
 		{&st.transition, `UPDATE messages SET
@@ -77,11 +85,11 @@ func (st *writeStmts) defs() []stmtDef {
 				expires_at = CASE WHEN ?5 != 0 THEN ?5 ELSE expires_at END,
 				external_id = CASE WHEN ?6 != '' THEN ?6 ELSE external_id END,
 				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
-				attempt = CASE WHEN ?8 THEN 0 ELSE attempt END,
+				attempt = CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
 				updated_at = CASE WHEN ?13 THEN ?2 ELSE updated_at END,
 				seq = seq + ?13,
-				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 ELSE attempt END) || ?14 ELSE timeline END
+				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END) || ?14 ELSE timeline END
 			WHERE id = ?10 AND status = CAST(?11 AS TEXT) AND (CAST(?12 AS INTEGER) = 0 OR lease = CAST(?12 AS INTEGER))
 			RETURNING seq`},
 		{&st.selectRetry, `SELECT id, due_at FROM messages INDEXED BY messages_retry
@@ -97,6 +105,25 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.deleteEvent, `DELETE FROM events WHERE id = ?`},
 		{&st.retryEvent, `UPDATE events SET due_at = ?, attempt = ?, last_error = ? WHERE id = ?`},
 		{&st.killEvent, `UPDATE events SET dead = 1, attempt = ?, last_error = ? WHERE id = ?`},
+		{&st.unparkLanes, `UPDATE lanes INDEXED BY lanes_parked SET ready_at = 0 WHERE ready_at > 0 AND ready_at <= ?`},
+		// The lanes that may admit, in claim order, after (?1, ?2).
+		{&st.readyLanes, `SELECT route, lane, head_prio, head_id, inflight, next_at, tokens, tokens_at, paused_until
+			FROM lanes INDEXED BY lanes_ready
+			WHERE head_id != '' AND ready_at = 0 AND inflight < cap
+				AND (head_prio < ?1 OR (head_prio = ?1 AND head_id > ?2))
+			ORDER BY head_prio DESC, head_id LIMIT CAST(?3 AS INTEGER)`},
+		{&st.laneTake, `SELECT id, tenant FROM messages INDEXED BY messages_lane
+			WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2 AND due_at <= ?3
+			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
+		{&st.parkLane, `UPDATE lanes SET ready_at = ?3 WHERE route = ?1 AND lane = ?2`},
+		{&st.laneDispatched, `UPDATE lanes SET next_at = ?3, tokens = ?4, tokens_at = ?5, ready_at = ?6
+			WHERE route = ?1 AND lane = ?2`},
+		{&st.pauseLane, `UPDATE lanes SET paused_until = ?2, pause_reason = ?3, ready_at = MAX(ready_at, ?2)
+			WHERE route = (SELECT route FROM messages WHERE id = ?1 AND gated = 1)
+				AND lane = (SELECT lane FROM messages WHERE id = ?1)`},
+		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
+		{&st.saveTenantBucket, `INSERT INTO tenant_buckets (route, tenant, tokens, tokens_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (route, tenant) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at`},
 	}
 }
 
@@ -116,8 +143,9 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.findExternal, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_external
 			WHERE route = ? AND external_id = ? AND external_id != '' AND ` + activeSQL + `
 			LIMIT 1`},
-		// Every active message is in one of ready, retry and inflight.
-		{&st.activeRoutes, `SELECT route FROM messages INDEXED BY messages_ready WHERE status = 'QUEUED'
+		// Every active message is in one of ready, lane, retry and inflight.
+		{&st.activeRoutes, `SELECT route FROM messages INDEXED BY messages_ready WHERE status = 'QUEUED' AND gated = 0
+			UNION SELECT route FROM messages INDEXED BY messages_lane WHERE status = 'QUEUED' AND gated = 1
 			UNION SELECT route FROM messages INDEXED BY messages_retry WHERE status = 'TO_RETRY'
 			UNION SELECT route FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + `
 			ORDER BY route`},
@@ -133,6 +161,18 @@ func (st *readStmts) defs() []stmtDef {
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
 					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
+		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason FROM lanes WHERE route = ? AND lane = ?`},
+		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
+			WHERE status = 'QUEUED' AND gated = 1 AND route = ? AND lane = ?`},
+		{&st.laneInFlight, `SELECT id FROM messages INDEXED BY messages_lane_inflight
+			WHERE gated = 1 AND ` + inFlightSQL + ` AND route = ? AND lane = ? ORDER BY id`},
+		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
+		// Busiest first: queued plus in flight.
+		{&st.busiestLanes, `SELECT route, lane FROM (
+				SELECT route, lane, COUNT(*) AS n FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 AND (?1 = '' OR route = ?1) GROUP BY route, lane
+				UNION ALL SELECT route, lane, inflight FROM lanes WHERE ?1 = '' OR route = ?1)
+			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
 	}
 }
 

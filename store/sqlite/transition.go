@@ -23,7 +23,11 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 // alone; the writer may instead apply it together with the other
 // transitions waiting beside it (see applyTransitions).
 func transitionRequest(ctx context.Context, t herald.Transition) *request {
-	return &request{ctx: ctx, tr: &t, run: func(tx *wtx) error { return tx.transition(t) }, done: make(chan struct{})}
+	r := &request{ctx: ctx, run: func(tx *wtx) error { return tx.transition(t) }, done: make(chan struct{})}
+	if !t.UndoAttempt && t.PauseUntil.IsZero() { // the grouped statement knows neither
+		r.tr = &t
+	}
+	return r
 }
 
 // transition is Transition inside the writer's transaction: one UPDATE
@@ -36,13 +40,21 @@ func (tx *wtx) transition(t herald.Transition) error {
 		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
-		moved, entryTail(t.At, t.From, t.To, t.Reason),
+		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt,
 	).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)
 	}
-	if err != nil || !moved {
+	if err != nil {
 		return err
+	}
+	if !t.PauseUntil.IsZero() {
+		if err := tx.pause(t.ID, t.PauseUntil, t.PauseReason); err != nil {
+			return err
+		}
+	}
+	if !moved {
+		return nil
 	}
 	return tx.notify(&t, seq)
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/heraldmq/herald"
 )
 
 // writer owns the only read-write connection to the database. Its goroutine
@@ -41,6 +43,8 @@ type wtx struct {
 	conn  *sql.Conn
 	st    *writeStmts
 	lease int64 // the last lease handed out
+	// rules are the gated routes' admission (SetAdmission).
+	rules map[string]herald.Admission
 }
 
 // openWriter opens the read-write connection to the database at path,
@@ -83,6 +87,9 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 		return err
 	}
 	w.conn = conn
+	if err := migrate(ctx, conn); err != nil {
+		return err
+	}
 	if _, err := conn.ExecContext(ctx, schema); err != nil {
 		return err
 	}
@@ -105,6 +112,22 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// migrate brings a database written by an earlier version to the schema's
+// shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated
+// column, and the ready index that now holds ungated messages only.
+func migrate(ctx context.Context, conn *sql.Conn) error {
+	var tables, gated int
+	err := conn.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'),
+			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'gated')`).Scan(&tables, &gated)
+	if err != nil || tables == 0 || gated == 1 {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN gated INTEGER NOT NULL DEFAULT 0;
+		DROP INDEX IF EXISTS messages_ready;`)
+	return err
 }
 
 // syncDir fsyncs the directory dir.

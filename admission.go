@@ -1,0 +1,100 @@
+package herald
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Rate is a token bucket's refill: N tokens every Per, continuously. Its
+// burst, the tokens a full bucket holds, is N.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// IsZero reports whether r sets no bucket.
+func (r Rate) IsZero() bool { return r.N == 0 }
+
+// String formats r as the config writes it, "30/1m0s".
+func (r Rate) String() string { return fmt.Sprintf("%d/%v", r.N, r.Per) }
+
+// Refill returns a bucket's tokens at now, when it held tokens at at:
+// refilled at N per Per since, and at most N.
+func (r Rate) Refill(tokens float64, at, now time.Time) float64 {
+	if now.After(at) {
+		tokens += float64(now.Sub(at)) * float64(r.N) / float64(r.Per)
+	}
+	return math.Min(tokens, float64(r.N))
+}
+
+// NextToken returns when a bucket that holds tokens at now holds one whole
+// token: now when it already does.
+func (r Rate) NextToken(tokens float64, now time.Time) time.Time {
+	if tokens >= 1 {
+		return now
+	}
+	missing := (1 - tokens) * float64(r.Per) / float64(r.N)
+	return now.Add(time.Duration(math.Ceil(missing)))
+}
+
+// Admission is the flow control of a route's lanes: each lane (a network,
+// a gateway, a DCU) is admitted on its own, and the limits hold across
+// every node sharing the store.
+type Admission struct {
+	// Spacing is the minimum interval between two dispatches on a lane.
+	Spacing time.Duration
+	// Concurrency bounds the messages of a lane in flight (SENT_TO_NS to
+	// terminal or TO_RETRY); 0 for no bound.
+	Concurrency int
+	// Rate is a token bucket per lane; zero for none.
+	Rate Rate
+	// TenantRate is a token bucket per tenant across the route's lanes;
+	// zero for none.
+	TenantRate Rate
+}
+
+// Gated reports whether a sets any limit: a gated route's messages are
+// claimed through their lanes.
+func (a Admission) Gated() bool {
+	return a.Spacing > 0 || a.Concurrency > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero()
+}
+
+// Validate reports the first thing wrong with a.
+func (a Admission) Validate() error {
+	switch {
+	case a.Spacing < 0:
+		return fmt.Errorf("admission: spacing %v is negative", a.Spacing)
+	case a.Concurrency < 0:
+		return fmt.Errorf("admission: concurrency %d is negative", a.Concurrency)
+	case a.Rate.N < 0 || (a.Rate.N > 0 && a.Rate.Per <= 0):
+		return fmt.Errorf("admission: rate %v needs a positive amount and period", a.Rate)
+	case a.TenantRate.N < 0 || (a.TenantRate.N > 0 && a.TenantRate.Per <= 0):
+		return fmt.Errorf("tenant_rate %v needs a positive amount and period", a.TenantRate)
+	}
+	return nil
+}
+
+// LaneState is what a store knows of one lane of a route.
+type LaneState struct {
+	Route, Lane string
+	// Queued counts the lane's QUEUED messages, due or not.
+	Queued int
+	// InFlight lists the ids of the lane's messages in flight, oldest first.
+	InFlight []string
+	// NextAt is the earliest time of the lane's next dispatch under its
+	// spacing; zero when there is none.
+	NextAt time.Time
+	// Tokens is the lane's bucket as of TokensAt; TokensAt is zero while
+	// the bucket was never drawn from (it is full).
+	Tokens   float64
+	TokensAt time.Time
+	// PausedUntil is when the lane resumes after a pause; PauseReason says
+	// why it paused (backpressure).
+	PausedUntil time.Time
+	PauseReason string
+	// TenantTokens is the bucket of the tenant that Store.Lane was asked
+	// about, as of TenantTokensAt (zero: full).
+	TenantTokens   float64
+	TenantTokensAt time.Time
+}

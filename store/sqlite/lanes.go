@@ -1,0 +1,343 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
+)
+
+// noCap is a lane's cap when its route sets no concurrency.
+const noCap = 1 << 62
+
+// SetAdmission keeps rules for the messages created and claimed from now
+// on, marks the stored active messages of the gated routes as gated (and
+// the others not), and rebuilds every lane's head and in-flight count
+// from the messages, which repairs whatever a bug might have left wrong.
+func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admission) error {
+	for route, a := range rules {
+		if !a.Gated() {
+			delete(rules, route)
+		}
+	}
+	return wrap("set admission", s.write(ctx, func(tx *wtx) error { return tx.setAdmission(maps.Clone(rules)) }))
+}
+
+func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
+	routes := append([]string{}, slices.Sorted(maps.Keys(rules))...) // [] in JSON, not null
+	routesJSON, err := json.Marshal(routes)
+	if err != nil {
+		return err
+	}
+	stmts := []struct {
+		query string
+		args  []any
+	}{
+		{`DELETE FROM lane_caps`, nil},
+		{`UPDATE messages SET gated = (route IN (SELECT value FROM json_each(?1)))
+			WHERE ` + activeSQL + ` AND gated != (route IN (SELECT value FROM json_each(?1)))`, []any{string(routesJSON)}},
+		{`DELETE FROM lanes WHERE route NOT IN (SELECT value FROM json_each(?1))`, []any{string(routesJSON)}},
+	}
+	for _, r := range routes {
+		capacity := int64(noCap)
+		if c := rules[r].Concurrency; c > 0 {
+			capacity = int64(c)
+		}
+		stmts = append(stmts, struct {
+			query string
+			args  []any
+		}{`INSERT INTO lane_caps (route, cap) VALUES (?, ?)`, []any{r, capacity}})
+	}
+	stmts = append(stmts, []struct {
+		query string
+		args  []any
+	}{
+		{`UPDATE lanes SET head_id = '', head_prio = 0, inflight = 0, ready_at = 0,
+			cap = (SELECT cap FROM lane_caps c WHERE c.route = lanes.route)`, nil},
+		{`INSERT INTO lanes (route, lane, inflight, cap)
+			SELECT route, lane, COUNT(*), (SELECT cap FROM lane_caps c WHERE c.route = m.route)
+			FROM messages m INDEXED BY messages_lane_inflight WHERE gated = 1 AND ` + inFlightSQL + `
+			GROUP BY route, lane
+			ON CONFLICT (route, lane) DO UPDATE SET inflight = excluded.inflight`, nil},
+		{`INSERT INTO lanes (route, lane, head_prio, head_id, cap)
+			SELECT route, lane, priority, id, (SELECT cap FROM lane_caps c WHERE c.route = h.route) FROM (
+				SELECT route, lane, priority, id,
+					ROW_NUMBER() OVER (PARTITION BY route, lane ORDER BY priority DESC, id) AS n
+				FROM messages INDEXED BY messages_lane WHERE status = 'QUEUED' AND gated = 1) h
+			WHERE n = 1
+			ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id`, nil},
+	}...)
+	for _, st := range stmts {
+		if _, err := tx.conn.ExecContext(context.Background(), st.query, st.args...); err != nil {
+			return err
+		}
+	}
+	tx.rules = rules
+	return nil
+}
+
+// gated returns 1 when route is gated, 0 otherwise, as the gated column
+// holds it.
+func (tx *wtx) gated(route string) int {
+	if _, ok := tx.rules[route]; ok {
+		return 1
+	}
+	return 0
+}
+
+// pause pauses the lane of message id, when it is gated, until until.
+func (tx *wtx) pause(id string, until time.Time, reason string) error {
+	_, err := tx.st.pauseLane.Exec(id, unixms.From(until), reason)
+	return err
+}
+
+// Claims look at no more than maxLaneScan lanes, lanePage at a time: a
+// claim's cost stays bounded when many lanes hold messages that their
+// tenants' buckets keep back.
+const (
+	maxLaneScan = 4096
+	lanePage    = 64
+)
+
+// laneRow is a lane as a claim reads it.
+type laneRow struct {
+	route, lane      string
+	headPrio         int64
+	headID           string
+	inflight         int
+	nextAt, tokensAt int64
+	tokens           float64
+	pausedUntil      int64
+}
+
+// pickGated returns the ids of the gated messages that their lanes admit
+// at c.Now, at most c.GatedLimit: lanes in the order of their first
+// message, each admitting what its limits allow. Lanes held back by time
+// (spacing, pause, an empty bucket) are parked until then, so that the
+// next claims skip them; full lanes are out of lanes_ready until a slot
+// frees. It updates the lanes' spacing and buckets, and the tenants'.
+func (tx *wtx) pickGated(c herald.Claim) ([]string, error) {
+	limit := min(c.GatedLimit, c.Limit)
+	if limit <= 0 || len(tx.rules) == 0 {
+		return nil, nil
+	}
+	now := unixms.From(c.Now)
+	if _, err := tx.st.unparkLanes.Exec(now); err != nil {
+		return nil, err
+	}
+	var (
+		picked           []string
+		tenants          = map[[2]string]*tenantBucket{}
+		afterPrio, after = int64(noCap), ""
+	)
+	for scanned := 0; len(picked) < limit && scanned < maxLaneScan; {
+		rows, err := tx.st.readyLanes.Query(afterPrio, after, lanePage)
+		page, err := collect(rows, err, func(sc rowScanner) (laneRow, error) {
+			var l laneRow
+			err := sc.Scan(&l.route, &l.lane, &l.headPrio, &l.headID, &l.inflight, &l.nextAt, &l.tokens, &l.tokensAt, &l.pausedUntil)
+			return l, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range page {
+			scanned++
+			afterPrio, after = l.headPrio, l.headID
+			a, ok := tx.rules[l.route]
+			if !ok {
+				continue
+			}
+			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), tenants)
+			if err != nil {
+				return nil, err
+			}
+			if picked = append(picked, took...); len(picked) >= limit {
+				break
+			}
+		}
+		if len(page) < lanePage {
+			break
+		}
+	}
+	for key, b := range tenants {
+		if b.drawn {
+			if _, err := tx.st.saveTenantBucket.Exec(key[0], key[1], b.tokens, now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return picked, nil
+}
+
+// admitLane takes up to room messages of lane l at now, as a allows, and
+// records the dispatch in the lane; a lane held back by time is parked.
+func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, tenants map[[2]string]*tenantBucket) ([]string, error) {
+	nowMS := unixms.From(now)
+	n, park := room, int64(0)
+	if a.Concurrency > 0 {
+		n = min(n, a.Concurrency-l.inflight)
+	}
+	if l.pausedUntil > nowMS {
+		park = l.pausedUntil
+	}
+	if a.Spacing > 0 {
+		if l.nextAt > nowMS {
+			park = max(park, l.nextAt)
+		}
+		n = min(n, 1)
+	}
+	tokens := float64(a.Rate.N)
+	if !a.Rate.IsZero() {
+		if l.tokensAt != 0 {
+			tokens = a.Rate.Refill(l.tokens, unixms.Time(l.tokensAt), now)
+		}
+		if tokens < 1 {
+			park = max(park, unixms.From(a.Rate.NextToken(tokens, now)))
+		}
+		n = min(n, int(tokens))
+	}
+	if park > 0 {
+		_, err := tx.st.parkLane.Exec(l.route, l.lane, park)
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	// With a tenant bucket, messages of tenants out of tokens are passed
+	// over (within a tenant, first in stays first out): look further.
+	look := n
+	if !a.TenantRate.IsZero() {
+		look += lanePage
+	}
+	rows, err := tx.st.laneTake.Query(l.route, l.lane, nowMS, look)
+	type queued struct{ id, tenant string }
+	due, err := collect(rows, err, func(sc rowScanner) (queued, error) {
+		var q queued
+		err := sc.Scan(&q.id, &q.tenant)
+		return q, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var took []string
+	for _, q := range due {
+		if len(took) == n {
+			break
+		}
+		if !a.TenantRate.IsZero() {
+			b, err := tx.tenantBucket(tenants, a.TenantRate, l.route, q.tenant, now)
+			if err != nil {
+				return nil, err
+			}
+			if b.tokens < 1 {
+				continue // its tenant is out of tokens; another tenant's may go
+			}
+			b.tokens, b.drawn = b.tokens-1, true
+		}
+		took = append(took, q.id)
+	}
+	if len(took) == 0 {
+		return nil, nil
+	}
+	nextAt, tokensAt, readyAt := l.nextAt, l.tokensAt, int64(0)
+	if a.Spacing > 0 {
+		nextAt = unixms.From(now.Add(a.Spacing))
+		readyAt = nextAt
+	}
+	if !a.Rate.IsZero() {
+		tokens -= float64(len(took))
+		tokensAt = nowMS
+		if tokens < 1 {
+			readyAt = max(readyAt, unixms.From(a.Rate.NextToken(tokens, now)))
+		}
+	}
+	_, err = tx.st.laneDispatched.Exec(l.route, l.lane, nextAt, tokens, tokensAt, readyAt)
+	return took, err
+}
+
+// tenantBucket is a tenant's bucket on a route during one claim.
+type tenantBucket struct {
+	tokens float64 // as of the claim's time
+	drawn  bool    // a token was taken: save it
+}
+
+// tenantBucket returns the bucket of tenant on route, read once per claim.
+func (tx *wtx) tenantBucket(tenants map[[2]string]*tenantBucket, rate herald.Rate, route, tenant string, now time.Time) (*tenantBucket, error) {
+	key := [2]string{route, tenant}
+	if b, ok := tenants[key]; ok {
+		return b, nil
+	}
+	b := &tenantBucket{tokens: float64(rate.N)}
+	var (
+		tokens float64
+		at     int64
+	)
+	err := tx.st.tenantBucket.QueryRow(route, tenant).Scan(&tokens, &at)
+	switch {
+	case err == nil:
+		b.tokens = rate.Refill(tokens, unixms.Time(at), now)
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, err
+	}
+	tenants[key] = b
+	return b, nil
+}
+
+// Lane returns the state of route's lane, and tenant's bucket on route.
+func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
+	st := herald.LaneState{Route: route, Lane: lane}
+	var nextAt, tokensAt, paused int64
+	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return st, wrap("lane", err)
+	}
+	st.NextAt, st.TokensAt, st.PausedUntil = unixms.Time(nextAt), unixms.Time(tokensAt), unixms.Time(paused)
+	if err := s.rs.laneQueued.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
+		return st, wrap("lane", err)
+	}
+	rows, err := s.rs.laneInFlight.QueryContext(ctx, route, lane)
+	if st.InFlight, err = collect(rows, err, func(sc rowScanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}); err != nil {
+		return st, wrap("lane", err)
+	}
+	err = s.rs.tenantBucket.QueryRowContext(ctx, route, tenant).Scan(&st.TenantTokens, &tokensAt)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return st, wrap("lane", err)
+	}
+	st.TenantTokensAt = unixms.Time(tokensAt)
+	return st, nil
+}
+
+// Lanes returns up to limit lanes of gated routes (of route alone, unless
+// it is empty), busiest first, with their queued count, in-flight ids and
+// state.
+func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.LaneState, error) {
+	rows, err := s.rs.busiestLanes.QueryContext(ctx, route, limit)
+	type busy struct {
+		route, lane string
+	}
+	found, err := collect(rows, err, func(sc rowScanner) (busy, error) {
+		var b busy
+		return b, sc.Scan(&b.route, &b.lane)
+	})
+	if err != nil {
+		return nil, wrap("lanes", err)
+	}
+	out := make([]herald.LaneState, 0, len(found))
+	for _, b := range found {
+		l, err := s.Lane(ctx, b.route, b.lane, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}

@@ -1,0 +1,306 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// testLanes checks the admission of gated routes' lanes in Claim, and
+// SetAdmission, Lane and Lanes.
+func testLanes(t *testing.T, open opener) {
+	t.Run("Concurrency", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 2}})
+		msgs := h.createN("g", "dcu-1", 5)
+		got := h.claimGated(t0, 10)
+		if want := ids(msgs[:2]); !slices.Equal(ids(got), want) {
+			t.Fatalf("first claim = %v, want the lane's first two %v", ids(got), want)
+		}
+		if got := h.claimGated(t0, 10); len(got) != 0 {
+			t.Fatalf("claim with 2 of 2 in flight = %v, want none", ids(got))
+		}
+		// A move between in-flight stages keeps the slot.
+		h.transition(herald.Transition{ID: msgs[0].ID, From: herald.StatusSentToNS, To: herald.StatusDeliveredToNS, At: t0})
+		if got := h.claimGated(t0, 10); len(got) != 0 {
+			t.Fatalf("claim after SENT_TO_NS -> DELIVERED_TO_NS = %v, want none (the slot is held)", ids(got))
+		}
+		// Terminal frees a slot; so does TO_RETRY.
+		h.transition(herald.Transition{ID: msgs[0].ID, From: herald.StatusDeliveredToNS, To: herald.StatusDeliverySuccessful, At: t0})
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{msgs[2].ID}) {
+			t.Fatalf("claim after one ended = %v, want %s", ids(got), msgs[2].ID)
+		}
+		h.transition(herald.Transition{ID: msgs[1].ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, At: t0, DueAt: at(time.Hour)})
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{msgs[3].ID}) {
+			t.Fatalf("claim after one went TO_RETRY = %v, want %s", ids(got), msgs[3].ID)
+		}
+		lane := h.lane("g", "dcu-1", "acme")
+		if lane.Queued != 1 || !sameSet(lane.InFlight, []string{msgs[2].ID, msgs[3].ID}) {
+			t.Errorf("Lane = queued %d, in flight %v; want 1 and %v", lane.Queued, lane.InFlight, []string{msgs[2].ID, msgs[3].ID})
+		}
+	})
+
+	t.Run("NeverOverCapConcurrently", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 3}})
+		h.createN("g", "dcu-1", 40)
+		results := make(chan []*herald.Message, 8)
+		for range 8 {
+			go func() {
+				got, _ := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: 20 * time.Second})
+				results <- got
+			}()
+		}
+		n := 0
+		for range 8 {
+			n += len(<-results)
+		}
+		if n != 3 {
+			t.Errorf("8 concurrent claims took %d messages of a lane capped at 3", n)
+		}
+	})
+
+	t.Run("Spacing", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Spacing: 2 * time.Second}})
+		msgs := h.createN("g", "net-1", 3)
+		var claimedAt []time.Duration
+		for ms := time.Duration(0); ms <= 5*time.Second; ms += 250 * time.Millisecond {
+			for range h.claimGated(at(ms), 10) {
+				claimedAt = append(claimedAt, ms)
+			}
+		}
+		if want := []time.Duration{0, 2 * time.Second, 4 * time.Second}; !slices.Equal(claimedAt, want) {
+			t.Errorf("dispatches at %v, want %v", claimedAt, want)
+		}
+		if lane := h.lane("g", "net-1", ""); !sameTime(lane.NextAt, at(6*time.Second)) {
+			t.Errorf("NextAt = %v, want t0+6s", lane.NextAt)
+		}
+		_ = msgs
+	})
+
+	t.Run("RateBucket", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Rate: herald.Rate{N: 3, Per: time.Minute}}})
+		h.createN("g", "gw-1", 10)
+		if got := h.claimGated(t0, 10); len(got) != 3 {
+			t.Fatalf("first claim took %d, want the burst of 3", len(got))
+		}
+		if got := h.claimGated(at(19*time.Second), 10); len(got) != 0 {
+			t.Fatalf("claim at +19s took %d, want 0 (one token every 20s)", len(got))
+		}
+		if got := h.claimGated(at(20*time.Second), 10); len(got) != 1 {
+			t.Fatalf("claim at +20s took %d, want 1", len(got))
+		}
+		if got := h.claimGated(at(80*time.Second), 10); len(got) != 3 {
+			t.Fatalf("claim at +80s took %d, want 3 (refilled to the burst, not beyond)", len(got))
+		}
+	})
+
+	t.Run("TenantRateAcrossLanes", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {TenantRate: herald.Rate{N: 3, Per: time.Minute}}})
+		h.createN("g", "gw-1", 3)
+		h.createN("g", "gw-2", 3)
+		other := newMessage("g")
+		other.Tenant, other.Lane = "globex", "gw-2"
+		h.create(other)
+		got := h.claimGated(t0, 10)
+		byTenant := map[string]int{}
+		for _, m := range got {
+			byTenant[m.Tenant]++
+		}
+		if byTenant["acme"] != 3 || byTenant["globex"] != 1 {
+			t.Errorf("claimed by tenant %v, want acme 3 (its bucket, across both lanes) and globex 1", byTenant)
+		}
+		if got := h.claimGated(at(20*time.Second), 10); len(got) != 1 {
+			t.Errorf("claim at +20s took %d, want 1", len(got))
+		}
+	})
+
+	t.Run("FloodedLaneKeepsNoneBack", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		h.createN("g", "A", 2000)
+		b := h.createN("g", "B", 1)[0]
+		first := h.claimGated(t0, 10)
+		if !slices.Contains(ids(first), b.ID) || len(first) != 2 {
+			t.Errorf("claim = %d messages %v, want A's first and B's %s", len(first), ids(first), b.ID)
+		}
+	})
+
+	t.Run("OrderAcrossLanes", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		a := h.createN("g", "A", 1)[0]
+		b := h.createN("g", "B", 1)[0]
+		c := newMessage("g")
+		c.Lane, c.Priority = "C", 5
+		h.create(c)
+		got := h.claimGated(t0, 2)
+		if want := []string{c.ID, a.ID}; !slices.Equal(ids(got), want) {
+			t.Errorf("claim of 2 = %v, want the higher priority then the older: %v", ids(got), want)
+		}
+		if got := h.claimGated(t0, 2); !slices.Equal(ids(got), []string{b.ID}) {
+			t.Errorf("next claim = %v, want %s", ids(got), b.ID)
+		}
+	})
+
+	t.Run("PriorityWithinLane", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		low := h.createN("g", "A", 1)[0]
+		high := newMessage("g")
+		high.Lane, high.Priority = "A", 3
+		h.create(high)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{high.ID}) {
+			t.Errorf("claim = %v, want the higher priority %s before %s", ids(got), high.ID, low.ID)
+		}
+	})
+
+	t.Run("GatedLimit", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 10}})
+		gated := h.createN("g", "A", 3)
+		free := h.create(newMessage("free"))
+		got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 10, DefaultAccept: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids(got), []string{free.ID}) {
+			t.Errorf("claim with GatedLimit 0 = %v, want only the ungated %s", ids(got), free.ID)
+		}
+		got, err = h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 2, DefaultAccept: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids(got), ids(gated[:2])) {
+			t.Errorf("claim with GatedLimit 2 = %v, want %v", ids(got), ids(gated[:2]))
+		}
+	})
+
+	t.Run("PauseAndUndoAttempt", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 5}})
+		msgs := h.createN("g", "A", 2)
+		first := h.claimGated(t0, 1)[0]
+		h.transition(herald.Transition{ID: first.ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, Lease: first.Lease,
+			At: t0, DueAt: at(30 * time.Second), Reason: "backpressure", UndoAttempt: true,
+			PauseUntil: at(30 * time.Second), PauseReason: "backpressure"})
+		if m := h.get(first.ID); m.Attempt != 0 || m.Status != herald.StatusToRetry {
+			t.Errorf("after a backpressure: %s attempt %d, want TO_RETRY attempt 0", m.Status, m.Attempt)
+		}
+		if got := h.claimGated(at(29*time.Second), 10); len(got) != 0 {
+			t.Errorf("claim of a paused lane = %v, want none", ids(got))
+		}
+		lane := h.lane("g", "A", "acme")
+		if !sameTime(lane.PausedUntil, at(30*time.Second)) || lane.PauseReason != "backpressure" {
+			t.Errorf("Lane paused until %v for %q, want t0+30s for backpressure", lane.PausedUntil, lane.PauseReason)
+		}
+		if _, err := h.s.Release(h.ctx, at(30*time.Second), 10); err != nil {
+			t.Fatal(err)
+		}
+		got := h.claimGated(at(30*time.Second), 10)
+		if want := ids(msgs); !slices.Equal(ids(got), want) {
+			t.Errorf("claim when the pause ends = %v, want %v (the paused message first)", ids(got), want)
+		}
+	})
+
+	t.Run("AppliesToStoredMessages", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{})
+		msgs := h.createN("g", "A", 4)
+		h.walk(msgs[0].ID, t0, herald.StatusQueued, herald.StatusSentToNS) // in flight before the rules came
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 2}})
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{msgs[1].ID}) {
+			t.Errorf("claim = %v, want only %s: the one in flight counts", ids(got), msgs[1].ID)
+		}
+		// Rules that go away ungate the route.
+		h.admit(map[string]herald.Admission{})
+		got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 10, DefaultAccept: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids(got), ids(msgs[2:])) {
+			t.Errorf("claim after the rules went = %v, want %v", ids(got), ids(msgs[2:]))
+		}
+	})
+
+	t.Run("Lanes", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}, "h": {Concurrency: 1}})
+		h.createN("g", "A", 1)
+		h.createN("g", "B", 5)
+		h.createN("h", "C", 3)
+		h.claimGated(t0, 10)
+		all, err := h.s.Lanes(h.ctx, "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range all {
+			got = append(got, fmt.Sprintf("%s/%s:%d+%d", l.Route, l.Lane, l.Queued, len(l.InFlight)))
+		}
+		if want := []string{"g/B:4+1", "h/C:2+1", "g/A:0+1"}; !slices.Equal(got, want) {
+			t.Errorf("Lanes = %v, want %v", got, want)
+		}
+		some, err := h.s.Lanes(h.ctx, "g", 1)
+		if err != nil || len(some) != 1 || some[0].Lane != "B" {
+			t.Errorf("Lanes(g, 1) = %+v, %v; want lane B", some, err)
+		}
+	})
+}
+
+// admit sets the store's admission rules.
+func (h *harness) admit(rules map[string]herald.Admission) {
+	h.t.Helper()
+	err := h.s.SetAdmission(h.ctx, rules)
+	if errors.Is(err, errors.ErrUnsupported) {
+		h.t.Skipf("SetAdmission: %v", err)
+	}
+	if err != nil {
+		h.t.Fatalf("SetAdmission: %v", err)
+	}
+}
+
+// createN stores n messages of route on lane, oldest first.
+func (h *harness) createN(route, lane string, n int) []*herald.Message {
+	h.t.Helper()
+	msgs := make([]*herald.Message, n)
+	for i := range msgs {
+		msgs[i] = newMessage(route)
+		msgs[i].Lane = lane
+	}
+	if n > 50 {
+		h.createAll(msgs)
+	} else {
+		for _, m := range msgs {
+			h.create(m)
+		}
+	}
+	return msgs
+}
+
+// claimGated claims up to limit messages at now, gated ones included.
+func (h *harness) claimGated(now time.Time, limit int) []*herald.Message {
+	h.t.Helper()
+	got, err := h.s.Claim(h.ctx, herald.Claim{Now: now, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second})
+	if err != nil {
+		h.t.Fatalf("Claim: %v", err)
+	}
+	return got
+}
+
+// lane returns the state of route's lane, with tenant's bucket.
+func (h *harness) lane(route, lane, tenant string) herald.LaneState {
+	h.t.Helper()
+	l, err := h.s.Lane(h.ctx, route, lane, tenant)
+	if err != nil {
+		h.t.Fatalf("Lane: %v", err)
+	}
+	return l
+}
