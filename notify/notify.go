@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
-	"github.com/heraldmq/herald/carrier/webhook"
+	"github.com/heraldmq/herald/internal/httpsend"
 	"github.com/heraldmq/herald/stdwebhook"
 )
 
@@ -28,15 +28,15 @@ type WebhookSink struct {
 var _ herald.EventSink = (*WebhookSink)(nil)
 
 // New returns a sink for url, an absolute http or https URL. A non-empty
-// secret signs each body; a nil client means webhook.NewClient(); a nil now
-// means time.Now.
+// secret signs each body; a nil client means a client with connection reuse
+// and no redirects (httpsend.NewClient); a nil now means time.Now.
 func New(url string, secret []byte, client *http.Client, now func() time.Time) (*WebhookSink, error) {
-	u, err := webhook.ParseURL(url)
+	u, err := httpsend.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
 	if client == nil {
-		client = webhook.NewClient()
+		client = httpsend.NewClient()
 	}
 	if now == nil {
 		now = time.Now
@@ -72,7 +72,7 @@ func (s *WebhookSink) Deliver(ctx context.Context, e herald.OutcomeEvent) error 
 		req.Header.Set(stdwebhook.HeaderID, e.ID)
 		req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
 	}
-	if _, err := webhook.Do(s.client, req, s.now); err != nil {
+	if _, err := httpsend.Do(s.client, req, s.now); err != nil {
 		return fmt.Errorf("notify: event %s: %w", e.ID, err)
 	}
 	return nil

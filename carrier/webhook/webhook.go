@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/httpsend"
 )
 
 // Config describes one webhook endpoint.
@@ -27,8 +28,9 @@ type Config struct {
 	Headers map[string]string
 	// Secret, when not empty, signs every body in the Standard Webhooks form.
 	Secret []byte
-	// Client sends the requests; nil means NewClient(). The carrier relies on
-	// the context for time limits, so it needs no Timeout of its own.
+	// Client sends the requests; nil means a client with connection reuse and
+	// no redirects (httpsend.NewClient). The carrier relies on the context
+	// for time limits, so it needs no Timeout of its own.
 	Client *http.Client
 	// Now tells the time for signature timestamps and Retry-After dates;
 	// nil means time.Now.
@@ -48,7 +50,7 @@ var _ herald.Carrier = (*Carrier)(nil)
 
 // New checks c and returns a carrier for it.
 func New(c Config) (*Carrier, error) {
-	u, err := ParseURL(c.URL)
+	u, err := httpsend.ParseURL(c.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func New(c Config) (*Carrier, error) {
 		cr.secret = append([]byte(nil), c.Secret...)
 	}
 	if cr.client == nil {
-		cr.client = NewClient()
+		cr.client = httpsend.NewClient()
 	}
 	if cr.now == nil {
 		cr.now = time.Now
@@ -118,7 +120,7 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 	if err != nil {
 		return herald.SendResult{}, herald.Permanent(err)
 	}
-	h, err := Do(c.client, req, c.now)
+	h, err := httpsend.Do(c.client, req, c.now)
 	if err != nil {
 		return herald.SendResult{}, err
 	}

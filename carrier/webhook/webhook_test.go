@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/httpsend"
 	"github.com/heraldmq/herald/stdwebhook"
 )
 
@@ -200,8 +201,8 @@ func TestSendTransient(t *testing.T) {
 		if !strings.Contains(err.Error(), http.StatusText(c.code)) {
 			t.Errorf("error text %q", err)
 		}
-		if n := strings.Count(err.Error(), "z"); n != errorBodyLen {
-			t.Errorf("error quotes %d body bytes, want %d", n, errorBodyLen)
+		if n := strings.Count(err.Error(), "z"); n != httpsend.ErrorBodyLen {
+			t.Errorf("error quotes %d body bytes, want %d", n, httpsend.ErrorBodyLen)
 		}
 	}
 }
@@ -313,25 +314,6 @@ func TestNewRejects(t *testing.T) {
 	for _, c := range bad {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) succeeded", c)
-		}
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	cases := map[string]time.Duration{
-		"":                      0,
-		"0":                     0,
-		"30":                    30 * time.Second,
-		" 30 ":                  30 * time.Second,
-		"-5":                    0,
-		"1.5":                   0,
-		"999999999999999999999": MaxRetryAfter,
-		fixedNow.Add(time.Minute).Format(http.TimeFormat): time.Minute,
-		"Mon, 99 Foo 2026": 0,
-	}
-	for v, want := range cases {
-		if got := ParseRetryAfter(v, fixedNow); got != want {
-			t.Errorf("ParseRetryAfter(%q) = %v, want %v", v, got, want)
 		}
 	}
 }

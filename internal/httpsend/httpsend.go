@@ -1,4 +1,11 @@
-package webhook
+// Package httpsend is the HTTP code herald's HTTP carriers and outcome-event
+// webhooks share: a default client (connection reuse, no redirects), a check
+// of endpoint URLs, and Do, which sends one request and classifies the answer
+// as success, transient, "not now" (herald.RetryAfter) or permanent
+// (herald.Permanent), parsing Retry-After on the way.
+//
+// Error texts start with "webhook: ", whichever package calls.
+package httpsend
 
 import (
 	"errors"
@@ -16,8 +23,8 @@ import (
 // bodies up to this size are drained so their connection can be reused.
 const MaxBodyRead = 64 << 10
 
-// errorBodyLen is how much of a failed response's body an error quotes.
-const errorBodyLen = 200
+// ErrorBodyLen is how much of a failed response's body an error quotes.
+const ErrorBodyLen = 200
 
 // MaxRetryAfter caps the wait a Retry-After header may ask for.
 const MaxRetryAfter = 24 * time.Hour
@@ -132,7 +139,7 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 
 // quote renders the start of a failed response's body for an error text.
 func quote(body []byte, readErr error) string {
-	s := string(body[:min(len(body), errorBodyLen)])
+	s := string(body[:min(len(body), ErrorBodyLen)])
 	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "")), " ")
 	switch {
 	case s != "":
