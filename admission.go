@@ -52,12 +52,54 @@ type Admission struct {
 	// TenantRate is a token bucket per tenant across the route's lanes;
 	// zero for none.
 	TenantRate Rate
+	// Ordered allows one message per target at a time, in creation order:
+	// the next is claimed once the one before is terminal (as a network
+	// server's per-device queue does).
+	Ordered bool
+	// Circuit is each lane's circuit breaker; zero for none.
+	Circuit Circuit
+}
+
+// Circuit is a lane's circuit breaker: after Failures transient failures
+// of its carrier in a row, the lane opens for CoolDown (its messages wait
+// and spend no attempt); then one probe message goes: a success closes the
+// circuit, a failure opens it again for twice as long, at most
+// MaxCircuitCoolDown.
+type Circuit struct {
+	Failures int
+	CoolDown time.Duration
+}
+
+// MaxCircuitCoolDown caps a circuit's cool-down as failed probes double it.
+const MaxCircuitCoolDown = time.Hour
+
+// CircuitReport is one send's outcome on a lane whose route has a circuit.
+type CircuitReport struct {
+	Route, Lane string
+	At          time.Time
+	Failed      bool // a transient failure; false for a success
+}
+
+// CircuitChange is what a CircuitReport did to the lane's circuit.
+type CircuitChange struct {
+	Opened   bool      // the circuit opened (or opened again after a failed probe)
+	Closed   bool      // the circuit closed
+	Until    time.Time // when Opened: the end of the cool-down
+	Failures int       // transient failures in a row, this one included
 }
 
 // Gated reports whether a sets any limit: a gated route's messages are
 // claimed through their lanes.
 func (a Admission) Gated() bool {
-	return a.Spacing > 0 || a.Concurrency > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero()
+	return a.Spacing > 0 || a.Concurrency > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero() || a.Ordered ||
+		a.Circuit.Failures > 0
+}
+
+// Timed reports whether a limits a lane over time (spacing, buckets): the
+// carrier then sees the limit only if a claimed message is sent at once,
+// not after a wait in the dispatcher's buffer.
+func (a Admission) Timed() bool {
+	return a.Spacing > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero()
 }
 
 // Validate reports the first thing wrong with a.
@@ -71,6 +113,8 @@ func (a Admission) Validate() error {
 		return fmt.Errorf("admission: rate %v needs a positive amount and period", a.Rate)
 	case a.TenantRate.N < 0 || (a.TenantRate.N > 0 && a.TenantRate.Per <= 0):
 		return fmt.Errorf("tenant_rate %v needs a positive amount and period", a.TenantRate)
+	case a.Circuit.Failures < 0 || (a.Circuit.Failures > 0 && a.Circuit.CoolDown <= 0):
+		return fmt.Errorf("circuit: failures %d needs a positive cool_down (%v)", a.Circuit.Failures, a.Circuit.CoolDown)
 	}
 	return nil
 }
@@ -90,9 +134,14 @@ type LaneState struct {
 	Tokens   float64
 	TokensAt time.Time
 	// PausedUntil is when the lane resumes after a pause; PauseReason says
-	// why it paused (backpressure).
+	// why it paused (backpressure, circuit_open, circuit_probe: a probe
+	// message is out).
 	PausedUntil time.Time
 	PauseReason string
+	// Circuit is the lane's circuit breaker: "" closed, "open" or
+	// "probing"; Failures counts the transient failures in a row.
+	Circuit  string
+	Failures int
 	// TenantTokens is the bucket of the tenant that Store.Lane was asked
 	// about, as of TenantTokensAt (zero: full).
 	TenantTokens   float64

@@ -146,22 +146,29 @@ func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
 	return started + e.startPrefetched(), nil
 }
 
-// prefetch adds claimed messages to the prefetched buffer: those of gated
-// routes at its front, since their lane admitted them now and they were
-// claimed only for free slots (the carrier sees the lane's limits), the
-// others at its end. The caller holds dispatchMu.
+// prefetch adds claimed messages to the prefetched buffer: those of routes
+// whose lanes are limited over time (Admission.Timed) at its front, since
+// their lane admitted them now and they were claimed only for free slots
+// (so the carrier sees the lane's spacing and rate), the others at its
+// end. The caller holds dispatchMu.
 func (e *Engine) prefetch(msgs []*Message) {
-	var gated []*Message
+	var timed []*Message
 	for _, m := range msgs {
-		if r := e.routes[m.Route]; r != nil && r.Policy.Admission.Gated() {
-			gated = append(gated, m)
+		if e.timedRoute(m.Route) {
+			timed = append(timed, m)
 		} else {
 			e.prefetched = append(e.prefetched, m)
 		}
 	}
-	if len(gated) > 0 {
-		e.prefetched = append(gated, e.prefetched...)
+	if len(timed) > 0 {
+		e.prefetched = append(timed, e.prefetched...)
 	}
+}
+
+// timedRoute reports whether route's lanes are limited over time.
+func (e *Engine) timedRoute(route string) bool {
+	r := e.routes[route]
+	return r != nil && r.Policy.Admission.Timed()
 }
 
 // startPrefetched starts sends from the prefetched buffer while send slots
@@ -171,7 +178,7 @@ func (e *Engine) startPrefetched() int {
 	for len(e.slots) < cap(e.slots) && len(e.prefetched) > 0 {
 		m := e.prefetched[0]
 		e.prefetched = e.prefetched[1:]
-		if e.stale(m) {
+		if e.stale(m) || e.heldByCircuit(m) {
 			continue
 		}
 		e.startSend(m)
@@ -184,13 +191,15 @@ func (e *Engine) startPrefetched() int {
 }
 
 // claimMessages claims up to limit due messages, taking a pending token
-// for each; of gated routes, no more than the send slots free now, so
-// that they are sent as soon as their lane admits them. The caller holds
-// dispatchMu.
+// for each. When a route's lanes are limited over time, gated routes'
+// messages are claimed for the send slots free now only, so that they are
+// sent as soon as their lane admits them; otherwise they are claimed ahead
+// like the others (a lane's concurrency counts from the claim). The caller
+// holds dispatchMu.
 func (e *Engine) claimMessages(ctx context.Context, limit int) ([]*Message, error) {
-	gated := 0
-	if e.gated {
-		gated = max(0, cap(e.slots)-len(e.slots)-e.gatedAhead())
+	gated := limit
+	if e.timed {
+		gated = max(0, cap(e.slots)-len(e.slots)-e.timedAhead())
 	}
 	msgs, err := e.store.Claim(ctx, Claim{
 		Now:            e.clock.Now(),
@@ -209,12 +218,12 @@ func (e *Engine) claimMessages(ctx context.Context, limit int) ([]*Message, erro
 	return msgs, nil
 }
 
-// gatedAhead counts the prefetched messages of gated routes, which wait
-// at the buffer's front. The caller holds dispatchMu.
-func (e *Engine) gatedAhead() int {
+// timedAhead counts the prefetched messages of routes limited over time,
+// which wait at the buffer's front. The caller holds dispatchMu.
+func (e *Engine) timedAhead() int {
 	n := 0
 	for _, m := range e.prefetched {
-		if r := e.routes[m.Route]; r == nil || !r.Policy.Admission.Gated() {
+		if !e.timedRoute(m.Route) {
 			break
 		}
 		n++
@@ -247,7 +256,7 @@ func (e *Engine) startSend(m *Message) {
 			e.nudge(e.wake) // the claim window may have been full
 			e.sends.Done()
 		}()
-		t, ok := e.send(m)
+		t, ok, failed := e.send(m)
 		e.dispatchMu.Lock()
 		<-e.slots
 		if e.dispatching {
@@ -257,31 +266,34 @@ func (e *Engine) startSend(m *Message) {
 		e.nudge(e.wake)
 		if ok {
 			e.recordResult(e.sendCtx, m, t)
+			e.reportCircuit(e.sendCtx, m, failed)
 		}
 	}()
 }
 
 // send hands a claimed message to its carrier and returns the transition
 // that records the answer; ok is false when there is nothing to record
-// (shutting down: the message stays SENT_TO_NS and is retried after its deadline).
-func (e *Engine) send(m *Message) (t Transition, ok bool) {
+// (shutting down: the message stays SENT_TO_NS and is retried after its
+// deadline). failed tells whether the carrier failed transiently, which
+// counts towards its lane's circuit breaker.
+func (e *Engine) send(m *Message) (t Transition, ok, failed bool) {
 	r, known := e.routes[m.Route]
 	if !known {
-		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true
+		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true, false
 	}
 	sendCtx, cancel := context.WithTimeout(e.sendCtx, r.Policy.Timeouts.Accept)
 	res, err := r.Carrier.Send(sendCtx, m)
 	cancel()
 	if err != nil {
 		if e.sendCtx.Err() != nil {
-			return Transition{}, false
+			return Transition{}, false, false
 		}
 		if wait := retryAfter(err); wait > 0 {
-			return e.backpressure(r, m, err, wait), true
+			return e.backpressure(r, m, err, wait), true, false
 		}
 		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
 		e.obs.Problem("carrier_error")
-		return e.failure(r, m, err, "send failed"), true
+		return e.failure(r, m, err, "send failed"), true, !r.classifier.Permanent(err)
 	}
 	now := e.clock.Now()
 	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Reason: "accepted by carrier"}
@@ -296,7 +308,7 @@ func (e *Engine) send(m *Message) (t Transition, ok bool) {
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
 		t.DueAt = now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt)))
 	}
-	return t, true
+	return t, true, false
 }
 
 // failure decides what a failed stage leads to: DELIVERY_FAILED when the
@@ -330,6 +342,7 @@ func (e *Engine) backpressure(r *route, m *Message, cause error, wait time.Durat
 	if r.Policy.Admission.Gated() {
 		t.PauseUntil, t.PauseReason = t.DueAt, "backpressure"
 	}
+	e.obs.Throttled(m.Route, "backpressure", !t.PauseUntil.IsZero())
 	return t
 }
 

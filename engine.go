@@ -58,6 +58,11 @@ type Observer interface {
 	// Problem counts something that went wrong, by kind (store_error,
 	// stale_completion, event_retry, event_dead, carrier_error).
 	Problem(kind string)
+	// Throttled is called when the engine holds a message of route back
+	// for reason: "backpressure" (the carrier asked to wait) or
+	// "circuit_open" (its lane's circuit opened). lanePaused tells whether
+	// the message's lane pauses for it too.
+	Throttled(route, reason string, lanePaused bool)
 }
 
 type nopObserver struct{}
@@ -65,6 +70,7 @@ type nopObserver struct{}
 func (nopObserver) Transitioned(string, Status, Status) {}
 func (nopObserver) Delivered(string, time.Duration)     {}
 func (nopObserver) Problem(string)                      {}
+func (nopObserver) Throttled(string, string, bool)      {}
 
 // route is a configured Route with what the engine derives from it.
 type route struct {
@@ -87,23 +93,24 @@ type Engine struct {
 	// acceptTimeouts maps each route to its SENT_TO_NS deadline, for Claim.
 	acceptTimeouts map[string]time.Duration
 	// admission holds the gated routes' admission, for Store.SetAdmission;
-	// gated is whether there is any.
+	// timed is whether any of them limits its lanes over time (Timed).
 	admission    map[string]Admission
-	gated        bool
+	timed        bool
 	admissionSet bool // the store has it; guarded by admissionMu
 	admissionMu  sync.Mutex
 	latencies    latencyWindow
 
-	slots        chan struct{} // one token per carrier call in flight
-	pending      chan struct{} // one token per claimed message not yet recorded
-	prefetched   []*Message    // claimed, waiting for a send slot; guarded by dispatchMu
-	pace         pace          // how far to claim ahead; guarded by dispatchMu
-	claimingN    int           // messages asked of the claims running; guarded by dispatchMu
-	dispatching  bool          // the dispatch loop runs; guarded by dispatchMu
-	wake         chan struct{} // nudges the dispatcher
-	retryPending chan struct{} // tells the dispatcher to release due retries
-	eventPending chan struct{} // nudges the outbox
-	dispatchMu   sync.Mutex    // one dispatch round at a time
+	slots        chan struct{}         // one token per carrier call in flight
+	pending      chan struct{}         // one token per claimed message not yet recorded
+	prefetched   []*Message            // claimed, waiting for a send slot; guarded by dispatchMu
+	pace         pace                  // how far to claim ahead; guarded by dispatchMu
+	openCircuits map[laneKey]time.Time // lanes this node saw open, until when; guarded by dispatchMu
+	claimingN    int                   // messages asked of the claims running; guarded by dispatchMu
+	dispatching  bool                  // the dispatch loop runs; guarded by dispatchMu
+	wake         chan struct{}         // nudges the dispatcher
+	retryPending chan struct{}         // tells the dispatcher to release due retries
+	eventPending chan struct{}         // nudges the outbox
+	dispatchMu   sync.Mutex            // one dispatch round at a time
 	sends        sync.WaitGroup
 
 	// sendCtx outlives Stop's first phase so that sends in flight can finish.
@@ -125,10 +132,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	setDefaults(&cfg)
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: cfg.Observer,
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: newCountingObserver(cfg.Observer),
 		routes:         make(map[string]*route, len(cfg.Routes)),
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
 		admission:      make(map[string]Admission),
+		openCircuits:   make(map[laneKey]time.Time),
 		subscribers:    cfg.Subscribers,
 		slots:          make(chan struct{}, cfg.Concurrency),
 		pending:        make(chan struct{}, 2*cfg.Concurrency+4*cfg.ClaimBatch),
@@ -161,7 +169,7 @@ func New(cfg Config) (*Engine, error) {
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
 			e.admission[r.Name] = a
-			e.gated = true
+			e.timed = e.timed || a.Timed()
 		}
 	}
 	for i, s := range e.subscribers {

@@ -243,3 +243,192 @@ func TestExplainSaysWhyALaneHoldsAMessage(t *testing.T) {
 	out, _ := json.Marshal(explain(pairs["spaced"][1]))
 	t.Logf("%s", out)
 }
+
+// logCarrier records the text of every send, and fails the first send of
+// each text it lists.
+type logCarrier struct {
+	mu       sync.Mutex
+	sent     []string
+	failOnce map[string]bool
+}
+
+func (c *logCarrier) Path() herald.Path              { return herald.PathDirect }
+func (c *logCarrier) Validate(*herald.Message) error { return nil }
+func (c *logCarrier) Send(_ context.Context, m *herald.Message) (herald.SendResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = append(c.sent, m.Text)
+	if c.failOnce[m.Text] {
+		delete(c.failOnce, m.Text)
+		return herald.SendResult{}, fmt.Errorf("device busy")
+	}
+	return herald.SendResult{}, nil
+}
+
+// TestOrderedRouteSendsOneAtATimeInOrder: three messages to one target on
+// an ordered route go strictly one after another, in order, even when the
+// first is retried; another target's message does not wait.
+func TestOrderedRouteSendsOneAtATimeInOrder(t *testing.T) {
+	c := &logCarrier{failOnce: map[string]bool{"one": true}}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel) // first retry after 5 s
+	p.Admission.Ordered = true
+	r := newRig(t, []herald.Route{{Name: "meters", Carrier: c, Policy: p}})
+	var msgs []*herald.Message
+	for _, text := range []string{"one", "two", "three"} {
+		msgs = append(msgs, r.send(herald.SendRequest{Route: "meters", Target: "meter-7", Text: text}))
+	}
+	r.send(herald.SendRequest{Route: "meters", Target: "meter-8", Text: "other"})
+	r.tick()
+	if want := []string{"one", "other"}; !sameSet(c.sent, want) {
+		t.Fatalf("sent %v, want %v: the first of each target", c.sent, want)
+	}
+	x, err := r.eng.Explain(context.Background(), "acme", msgs[1].ID)
+	if err != nil || x.Reason != "ordered_behind" || !slices.Equal(x.BlockingIDs, []string{msgs[0].ID}) {
+		t.Fatalf("explain of the second = %+v, %v; want ordered_behind %s", x, err, msgs[0].ID)
+	}
+	r.clock.Advance(5 * time.Second)
+	r.tick()
+	if want := []string{"one", "two", "three"}; !slices.Equal(c.sent[2:], want) {
+		t.Fatalf("sent %v, want %v", c.sent, want)
+	}
+	for i, m := range msgs {
+		got := r.get(m.ID)
+		if got.Status != herald.StatusDeliverySuccessful {
+			t.Fatalf("%s is %s", m.Text, got.Status)
+		}
+		if i > 0 { // each was dispatched once the one before it had ended
+			prev := r.get(msgs[i-1].ID)
+			if sentAt(t, got).Before(prev.UpdatedAt) {
+				t.Errorf("%s dispatched at %v, before %s ended at %v", m.Text, sentAt(t, got), prev.Text, prev.UpdatedAt)
+			}
+		}
+	}
+}
+
+// TestDedupReturnsTheDeliveredTwin: on a classc route (dedup_ttl 1h) an
+// update identical to one delivered within the hour is not queued; the
+// earlier message comes back, marked deduplicated.
+func TestDedupReturnsTheDeliveredTwin(t *testing.T) {
+	c := &logCarrier{}
+	p, _ := herald.ProfilePolicy(herald.ProfileClassC)
+	r := newRig(t, []herald.Route{{Name: "displays", Carrier: c, Policy: p}})
+	req := herald.SendRequest{Route: "displays", Target: "dev-1", Text: "price 42", Params: map[string]string{"f_port": "2"}}
+	first := r.send(req)
+	r.tick()
+	r.clock.Advance(59 * time.Minute)
+	twin, created, err := r.eng.Send(context.Background(), "acme", req)
+	if err != nil || created || twin.ID != first.ID || !twin.Deduplicated || !twin.View().Deduplicated {
+		t.Fatalf("twin within the hour: %+v created %v, %v; want %s back, deduplicated", twin, created, err, first.ID)
+	}
+	other := req
+	other.Params = map[string]string{"f_port": "3"}
+	if _, created, _ := r.eng.Send(context.Background(), "acme", other); !created {
+		t.Errorf("a message with other params was deduplicated")
+	}
+	r.clock.Advance(2 * time.Minute)
+	if m, created, _ := r.eng.Send(context.Background(), "acme", req); !created || m.Deduplicated {
+		t.Errorf("twin after the hour: created %v deduplicated %v, want a new message", created, m.Deduplicated)
+	}
+	r.tick()
+	if len(c.sent) != 3 {
+		t.Errorf("sent %v, want 3 sends", c.sent)
+	}
+}
+
+// sameSet reports whether got and want hold the same strings in any order.
+func sameSet(got, want []string) bool {
+	return len(got) == len(want) && !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(got, w) })
+}
+
+// TestCircuitOpensAfterTwentyFailures: 20 consecutive 503s open the lane's
+// circuit; messages stop going to the endpoint and spend no attempt; after
+// the cool-down exactly one probe goes; a 200 closes the circuit and the
+// backlog drains. Subscribers hear of the open and the close.
+func TestCircuitOpensAfterTwentyFailures(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		calls   int
+		healthy bool
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if !healthy {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	route := webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)
+	route.Policy.Admission.Circuit = herald.Circuit{Failures: 20, CoolDown: time.Minute}
+	sink := &recordingSink{}
+	// One send at a time, so that the sends after the 20th failure are the
+	// circuit's to stop, not already in flight.
+	r := newRigWith(t, func(c *herald.Config) { c.Concurrency = 1 }, []herald.Route{route}, herald.Subscriber{Name: "ops", Sink: sink})
+	var msgs []*herald.Message
+	for i := range 30 {
+		msgs = append(msgs, r.send(herald.SendRequest{Route: "hooks", Text: fmt.Sprint(i)}))
+	}
+	r.tick()
+	r.eng.Stop(context.Background()) // waits for the lane event's delivery
+	if calls != 20 {
+		t.Fatalf("%d requests, want 20: the circuit opens at the 20th failure", calls)
+	}
+	waiting := r.get(msgs[29].ID)
+	if !waiting.Status.Waiting() || waiting.Attempt != 0 {
+		t.Fatalf("a message behind the open circuit is %s attempt %d, want waiting at attempt 0", waiting.Status, waiting.Attempt)
+	}
+	x, err := r.eng.Explain(context.Background(), "acme", msgs[29].ID)
+	if err != nil || x.Reason != "lane_paused" || x.Until == nil || !x.Until.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("explain behind the open circuit = %+v, %v; want lane_paused until +1m", x, err)
+	}
+	if evs := sink.lane(); len(evs) != 1 || evs[0].Type != herald.EventCircuitOpen || evs[0].Lane.Route != "hooks" {
+		t.Fatalf("lane events %+v, want one lane.circuit_open", evs)
+	}
+	r.clock.Advance(59 * time.Second)
+	r.tick()
+	if calls != 20 {
+		t.Fatalf("%d requests before the cool-down ended, want 20", calls)
+	}
+	r.clock.Advance(time.Second)
+	r.tick()
+	if calls != 21 {
+		t.Fatalf("%d requests after the cool-down, want 21: exactly one probe", calls)
+	}
+	// The probe failed: open again for twice as long.
+	r.clock.Advance(2*time.Minute - time.Second)
+	r.tick()
+	if calls != 21 {
+		t.Fatalf("%d requests within the doubled cool-down, want 21", calls)
+	}
+	mu.Lock()
+	healthy = true
+	mu.Unlock()
+	r.clock.Advance(time.Second)
+	r.tick()
+	r.eng.Stop(context.Background())
+	for _, m := range msgs {
+		if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful && got.Status != herald.StatusToRetry {
+			t.Errorf("%s is %s", m.Text, got.Status)
+		}
+	}
+	if got := r.get(msgs[29].ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 1 {
+		t.Errorf("the last message: %s attempt %d, want delivered at its first attempt", got.Status, got.Attempt)
+	}
+	if evs := sink.lane(); len(evs) != 3 || evs[1].Type != herald.EventCircuitOpen || evs[2].Type != herald.EventCircuitClosed {
+		t.Errorf("lane events %+v, want open, open again, closed", evs)
+	}
+}
+
+// lane returns the lane events recorded, in order.
+func (s *recordingSink) lane() []herald.OutcomeEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []herald.OutcomeEvent
+	for _, e := range s.events {
+		if e.Lane != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}

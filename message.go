@@ -18,6 +18,9 @@ type Message struct {
 	CorrelationID  string            // the caller's own id
 	IdempotencyKey string            // repeat sends with this key return the first message
 	CoalesceKey    string            // a newer message with this key replaces a waiting older one
+	// DedupKey is the content hash of a message of a route with dedup
+	// (Policy.DedupTTL); empty otherwise.
+	DedupKey string
 
 	Status      Status
 	Attempt     int       // sends started so far
@@ -32,6 +35,10 @@ type Message struct {
 	Lease       int64     // fencing token of the current claim; 0 when not claimed
 
 	Timeline []TimelineEntry
+
+	// Deduplicated is set by Engine.Send on the earlier message it returns
+	// in place of a duplicate; it is not stored.
+	Deduplicated bool
 }
 
 // TimelineEntry records one transition of a message.

@@ -103,7 +103,8 @@ func (e *Engine) sendEvent(ctx context.Context, sub Subscriber, ev Event) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	return sub.Sink.Deliver(ctx, OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC(), Message: m.View()})
+	view := m.View()
+	return sub.Sink.Deliver(ctx, OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC(), Message: &view})
 }
 
 func (e *Engine) subscriber(name string) (Subscriber, bool) {

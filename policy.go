@@ -128,6 +128,10 @@ type Policy struct {
 	PollDelays []PollStep
 	// Admission is the flow control of the route's lanes.
 	Admission Admission
+	// DedupTTL, when positive, turns content-hash dedup on: a message
+	// identical (route, target, payload or text, params) to one of the same
+	// tenant that reached DELIVERY_SUCCESSFUL within DedupTTL is not queued.
+	DedupTTL time.Duration
 }
 
 // PollDelay returns the wait before the next poll of a message of the given age.
@@ -151,6 +155,9 @@ func (p Policy) Validate() error {
 	}
 	if p.MaxAge < 0 {
 		return fmt.Errorf("max_age %v is negative", p.MaxAge)
+	}
+	if p.DedupTTL < 0 {
+		return fmt.Errorf("dedup_ttl %v is negative", p.DedupTTL)
 	}
 	if p.Timeouts.Accept <= 0 || p.Timeouts.Carrier <= 0 || p.Timeouts.Device <= 0 {
 		return fmt.Errorf("timeouts must all be > 0 (accept %v, carrier %v, device %v)",
@@ -211,8 +218,10 @@ var Profiles = map[Profile]Policy{
 		MaxAttempts:         5,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
-		// seed 003: 30 per minute per gateway, 100 per minute per tenant.
+		// seed 003: 30 per minute per gateway, 100 per minute per tenant,
+		// the same update within an hour sent once.
 		Admission: Admission{Rate: Rate{N: 30, Per: time.Minute}, TenantRate: Rate{N: 100, Per: time.Minute}},
+		DedupTTL:  time.Hour,
 	},
 	ProfileRoom: {
 		Retry:               RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: time.Hour},

@@ -160,6 +160,17 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 	case m.Status.Terminal():
 		x.Reason, x.Detail = "terminal", fmt.Sprintf("the message ended %s", m.Status)
 	case m.Status.Waiting():
+		if r := e.routes[m.Route]; r != nil && r.Policy.Admission.Ordered {
+			first, err := e.store.FirstActive(ctx, m.Route, m.Target)
+			if err != nil {
+				return Explanation{}, err
+			}
+			if first != "" && first != m.ID {
+				x.Reason, x.BlockingIDs = "ordered_behind", []string{first}
+				x.Detail = fmt.Sprintf("route %s sends to %q one message at a time, in order: %s goes first", m.Route, m.Target, first)
+				return x, nil
+			}
+		}
 		if r := e.routes[m.Route]; r != nil && r.Policy.Admission.Gated() {
 			lane, err := e.store.Lane(ctx, m.Route, m.Lane, m.Tenant)
 			if err != nil {

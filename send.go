@@ -2,8 +2,13 @@ package herald
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -55,6 +60,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if m.Lane == "" {
 		m.Lane = r.Lane
 	}
+	if m.Lane == "" {
+		m.Lane = r.Name
+	}
 	if m.ExpiresAt.IsZero() && r.Policy.MaxAge > 0 {
 		m.ExpiresAt = now.Add(r.Policy.MaxAge)
 	}
@@ -65,14 +73,48 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 		}
 		return nil, false, err
 	}
-	stored, created, err := e.store.Create(ctx, m, CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled)})
+	opt := CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled)}
+	if ttl := r.Policy.DedupTTL; ttl > 0 {
+		m.DedupKey, opt.DedupSince = contentHash(m), now.Add(-ttl)
+	}
+	stored, created, err := e.store.Create(ctx, m, opt)
 	if err != nil {
 		e.problem("store_error", "store message", "route", m.Route, "err", err)
 		return nil, false, fmt.Errorf("store message: %w", err)
 	}
-	if created {
+	switch {
+	case created:
 		e.obs.Transitioned(m.Route, "", StatusQueued)
 		e.nudge(e.wake)
+	case m.IdempotencyKey == "" || stored.IdempotencyKey != m.IdempotencyKey:
+		stored.Deduplicated = true
+		e.obs.Problem(problemDeduplicated)
 	}
 	return stored, created, nil
+}
+
+// problemDeduplicated is the Problem kind of a send answered with an
+// earlier delivered twin; Stats counts it.
+const problemDeduplicated = "deduplicated"
+
+// contentHash is the dedup key of m: a hash of its route, target, payload
+// or text and params (in key order), each length-prefixed so that no two
+// distinct messages share the bytes hashed.
+func contentHash(m *Message) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte(m.Route))
+	field([]byte(m.Target))
+	field(m.Payload)
+	field([]byte(m.Text))
+	for _, k := range slices.Sorted(maps.Keys(m.Params)) {
+		field([]byte(k))
+		field([]byte(m.Params[k]))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Stats summarises a tenant's messages.
+// Stats summarises a tenant's messages. The counts by status and route,
+// the oldest waiting and the success rate are the tenant's, read from the
+// store; the latencies and the Counters are the whole engine's (every
+// tenant), kept in memory by this process since it started.
 type Stats struct {
 	ByStatus map[Status]int            `json:"by_status"`
 	ByRoute  map[string]map[Status]int `json:"by_route"`
@@ -20,6 +24,29 @@ type Stats struct {
 	LatencyP99MS float64 `json:"latency_p99_ms"`
 	DeadLetters  int     `json:"dead_letters"`
 	Waiting      int     `json:"waiting"`
+	Counters
+}
+
+// Counters count what the engine did since it started: in memory, like
+// the latency window, so a restart sets them to zero; of every tenant and
+// route; and of this process only (each node sharing a store counts its
+// own). Coalesced messages are not counted: the store cancels them inside
+// Create and tells the engine nothing of them.
+type Counters struct {
+	// Enqueued counts the messages Send created (not a replay, not an
+	// idempotent repeat, not a duplicate).
+	Enqueued int64 `json:"enqueued"`
+	// Succeeded counts the moves to DELIVERY_SUCCESSFUL.
+	Succeeded int64 `json:"succeeded"`
+	// Retried counts the moves to TO_RETRY: a transient failure or a stage
+	// deadline with attempts left, and backpressure.
+	Retried int64 `json:"retried"`
+	// DeadLettered counts the moves to DELIVERY_FAILED: a permanent error,
+	// the attempts used up, expired, route removed.
+	DeadLettered int64 `json:"dead_lettered"`
+	// Deduplicated counts the sends answered with an earlier delivered
+	// twin (dedup_ttl) instead of a new message.
+	Deduplicated int64 `json:"deduplicated"`
 }
 
 // Stats counts tenant's messages; an empty tenant counts everyone's.
@@ -58,7 +85,53 @@ func (e *Engine) Stats(ctx context.Context, tenant string) (Stats, error) {
 	s.Waiting = s.ByStatus[StatusQueued] + s.ByStatus[StatusToRetry]
 	p50, p99 := e.latencies.percentiles()
 	s.LatencyP50MS, s.LatencyP99MS = float64(p50)/float64(time.Millisecond), float64(p99)/float64(time.Millisecond)
+	if c, ok := e.obs.(*countingObserver); ok {
+		s.Counters = c.counters()
+	}
 	return s, nil
+}
+
+// countingObserver keeps the engine's Counters from what the engine tells
+// its Observer, and passes everything on to the configured one.
+type countingObserver struct {
+	Observer
+	enqueued, succeeded, retried, deadLettered, deduplicated atomic.Int64
+}
+
+func newCountingObserver(o Observer) *countingObserver {
+	return &countingObserver{Observer: o}
+}
+
+// Transitioned counts a creation (from "" to QUEUED), a success, a retry
+// and a dead letter.
+func (c *countingObserver) Transitioned(route string, from, to Status) {
+	switch {
+	case from == "" && to == StatusQueued:
+		c.enqueued.Add(1)
+	case to == StatusDeliverySuccessful:
+		c.succeeded.Add(1)
+	case to == StatusToRetry:
+		c.retried.Add(1)
+	case to == StatusDeliveryFailed:
+		c.deadLettered.Add(1)
+	}
+	c.Observer.Transitioned(route, from, to)
+}
+
+// Problem counts a deduplicated send (Send reports it as a problem of kind
+// problemDeduplicated).
+func (c *countingObserver) Problem(kind string) {
+	if kind == problemDeduplicated {
+		c.deduplicated.Add(1)
+	}
+	c.Observer.Problem(kind)
+}
+
+func (c *countingObserver) counters() Counters {
+	return Counters{
+		Enqueued: c.enqueued.Load(), Succeeded: c.succeeded.Load(), Retried: c.retried.Load(),
+		DeadLettered: c.deadLettered.Load(), Deduplicated: c.deduplicated.Load(),
+	}
 }
 
 // HealthThresholds are the warning and critical levels of Health.

@@ -14,7 +14,11 @@ type Store interface {
 	// and key exists, Create stores nothing and returns that message with
 	// created = false. When m.CoalesceKey is set, every message of the same
 	// tenant, route and key that is still QUEUED or TO_RETRY moves to
-	// CANCELLED with reason "coalesced", in the same transaction.
+	// CANCELLED with reason "coalesced", in the same transaction. When
+	// m.DedupKey and opt.DedupSince are set and a message of the same
+	// tenant, route and DedupKey reached DELIVERY_SUCCESSFUL at or after
+	// DedupSince (its UpdatedAt), Create stores nothing and returns the
+	// latest such message with created = false.
 	Create(ctx context.Context, m *Message, opt CreateOptions) (stored *Message, created bool, err error)
 
 	// Get returns the message with its timeline, or ErrNotFound.
@@ -36,7 +40,8 @@ type Store interface {
 	// in flight; Spacing since the lane's last dispatch (so one message of
 	// the lane per claim); a token in the lane's Rate bucket and in its
 	// tenant's TenantRate bucket on the route (buckets start full); the
-	// lane not paused. Within a lane messages go by priority, then id;
+	// lane not paused; on an Ordered route, no older message of the same
+	// target that is not terminal. Within a lane messages go by priority, then id;
 	// across admissible lanes by their first message's priority, then id.
 	// A lane that admits nothing never keeps another lane's messages back.
 	// The claim updates the lanes' state in the same atomic step.
@@ -51,6 +56,22 @@ type Store interface {
 	// Lane returns the state of a gated route's lane, with tenant's bucket
 	// on the route. A lane the store knows nothing of has a zero state.
 	Lane(ctx context.Context, route, lane, tenant string) (LaneState, error)
+
+	// ReportCircuit feeds the circuit breaker of a lane whose route has a
+	// Circuit (see SetAdmission) with one send's outcome, and returns what
+	// changed. A failure counts; Failures of them in a row open the circuit:
+	// the lane pauses for the CoolDown (PauseReason "circuit_open"). Once
+	// the pause ends, a claim admits one message of the lane, the probe,
+	// and pauses it again for the cool-down (PauseReason "circuit_probe");
+	// a failure then opens the circuit again for twice the cool-down, at
+	// most MaxCircuitCoolDown, and any success closes it (the lane resumes)
+	// and resets the count. A lane of a route without a circuit is left alone.
+	ReportCircuit(ctx context.Context, r CircuitReport) (CircuitChange, error)
+
+	// FirstActive returns the id of the oldest message of route and target
+	// that is not terminal, or "" when there is none: on an ordered route,
+	// the one every later message of the target waits behind.
+	FirstActive(ctx context.Context, route, target string) (string, error)
 
 	// Lanes returns up to limit lanes of gated routes (of route only, when
 	// it is not empty), busiest first: by queued plus in flight.
@@ -110,6 +131,9 @@ type CreateOptions struct {
 	// CoalesceNotify names the subscribers to tell about messages that the new
 	// one cancels by coalescing.
 	CoalesceNotify []string
+	// DedupSince is the start of the dedup window of a message with a
+	// DedupKey.
+	DedupSince time.Time
 }
 
 // Claim is a request to Store.Claim.

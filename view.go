@@ -29,6 +29,9 @@ type MessageView struct {
 	Text          string            `json:"text,omitempty"`
 	Params        map[string]string `json:"params,omitempty"`
 	Timeline      []TimelineView    `json:"timeline"`
+	// Deduplicated is true on the earlier message a send returns in place
+	// of a duplicate (dedup_ttl).
+	Deduplicated bool `json:"deduplicated,omitempty"`
 }
 
 // TimelineView is the JSON shape of a TimelineEntry.
@@ -47,7 +50,7 @@ func (m *Message) View() MessageView {
 		Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, Priority: m.Priority,
 		CorrelationID: m.CorrelationID, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
 		ExternalID: m.ExternalID, LastError: m.LastError, Text: m.Text, Params: m.Params,
-		Timeline: make([]TimelineView, 0, len(m.Timeline)),
+		Timeline: make([]TimelineView, 0, len(m.Timeline)), Deduplicated: m.Deduplicated,
 	}
 	if len(m.Payload) > 0 {
 		v.Payload = base64.StdEncoding.EncodeToString(m.Payload)
@@ -72,12 +75,23 @@ func utcPtr(t time.Time) *time.Time {
 	return &u
 }
 
-// OutcomeEvent is the JSON body sent to an outcome subscriber.
+// OutcomeEvent is the JSON body sent to an outcome subscriber: a message's
+// transition (Type is the status it moved to, Message its view), or a
+// lane's (Type is lane.circuit_open or lane.circuit_closed, Lane says which).
 type OutcomeEvent struct {
-	ID      string      `json:"id"`
-	Type    Status      `json:"type"`
-	At      time.Time   `json:"at"`
-	Message MessageView `json:"message"`
+	ID      string         `json:"id"`
+	Type    Status         `json:"type"`
+	At      time.Time      `json:"at"`
+	Message *MessageView   `json:"message,omitempty"`
+	Lane    *LaneEventView `json:"lane,omitempty"`
+}
+
+// LaneEventView is the lane of a lane event.
+type LaneEventView struct {
+	Route    string     `json:"route"`
+	Lane     string     `json:"lane"`
+	Failures int        `json:"failures"`        // transient failures in a row
+	Until    *time.Time `json:"until,omitempty"` // circuit_open: the end of the cool-down
 }
 
 // EventSink delivers outcome events to one subscriber.

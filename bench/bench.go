@@ -1,10 +1,12 @@
-// Package bench runs herald's standard workloads (W1–W5) against a store
+// Package bench runs herald's standard workloads (W1–W7) against a store
 // with an in-process carrier, and reports each as one JSON line.
 package bench
 
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -40,6 +42,12 @@ type Workload struct {
 	Concurrency int           // dispatch concurrency
 	Latency     time.Duration // the carrier's time per send
 	FailFirst   bool          // every message fails its first attempt (transient)
+	// Lanes spreads the messages over this many lanes, "lane-0001" on, in
+	// turn; 0 leaves them on the route's own lane.
+	Lanes int
+	// Admission is the route's admission (W6, W7: its lanes' concurrency);
+	// zero leaves the route ungated.
+	Admission herald.Admission
 }
 
 // Workloads are the standard workloads, by name.
@@ -49,6 +57,8 @@ var Workloads = []Workload{
 	{Name: "W3", N: 50000, Concurrency: 10},
 	{Name: "W4", N: 5000, Concurrency: 100, Latency: 20 * time.Millisecond},
 	{Name: "W5", N: 2000, Concurrency: 10, FailFirst: true},
+	{Name: "W6", N: 50000, Concurrency: 10, Lanes: 5000, Admission: herald.Admission{Concurrency: 2}},
+	{Name: "W7", N: 50000, Concurrency: 10, Lanes: 1, Admission: herald.Admission{Concurrency: 10}},
 }
 
 // Find returns the workload named name.
@@ -61,7 +71,10 @@ func Find(name string) (Workload, bool) {
 	return Workload{}, false
 }
 
-// Run runs w on a store opened by newStore and reports it under peer.
+// Run runs w on a store opened by newStore and reports it under peer. A
+// store that cannot keep w's admission (a gated route) fails it with an
+// error that wraps the store's, errors.ErrUnsupported, before anything is
+// preloaded.
 func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.Store, error)) (Result, error) {
 	store, err := newStore()
 	if err != nil {
@@ -71,22 +84,25 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	carrier := newCarrier(w.Latency, w.FailFirst)
 	defer carrier.close()
 	done := &doneCounter{target: int64(w.N), reached: make(chan struct{})}
-	eng, err := newEngine(store, carrier, w.Concurrency, done)
+	eng, err := newEngine(store, carrier, w.Concurrency, w.Admission, done)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Peer: peer, Workload: w.Name, N: w.N, Producers: w.Producers}
+	if err := setAdmission(ctx, store, w); err != nil {
+		return res, err
+	}
 	payload := payload256()
 	var elapsed, cpu time.Duration
 	if w.Producers > 0 {
 		start, startCPU := time.Now(), cpuTime()
-		if err := produce(ctx, eng, w, payload); err != nil {
+		if err := produce(ctx, eng, w, w.Producers, payload); err != nil {
 			return res, err
 		}
 		elapsed, cpu = time.Since(start), cpuTime()-startCPU
 		res.Lost, res.Dup, err = countStored(ctx, store, w.N)
 	} else {
-		if err := produce(ctx, eng, Workload{N: w.N, Producers: 8}, payload); err != nil {
+		if err := produce(ctx, eng, w, preloaders, payload); err != nil {
 			return res, err
 		}
 		start, startCPU := time.Now(), cpuTime()
@@ -120,17 +136,36 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	return res, nil
 }
 
-// produce sends w.N messages from w.Producers goroutines.
-func produce(ctx context.Context, eng *herald.Engine, w Workload, payload []byte) error {
+// setAdmission gives the store the admission of w's route, when it is
+// gated, as the engine does when it starts: a store that cannot keep it
+// refuses before the preload, and the preloaded messages are stored as a
+// running engine's are (on SQLite, through their lanes).
+func setAdmission(ctx context.Context, store herald.Store, w Workload) error {
+	if !w.Admission.Gated() {
+		return nil
+	}
+	err := store.SetAdmission(ctx, map[string]herald.Admission{"bench": w.Admission})
+	if errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("the store does not keep lane admission, which this workload needs: %w", err)
+	}
+	return err
+}
+
+// preloaders is how many goroutines preload a dispatch workload's messages.
+const preloaders = 8
+
+// produce sends w.N messages over w's lanes from producers goroutines.
+func produce(ctx context.Context, eng *herald.Engine, w Workload, producers int, payload []byte) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, w.Producers)
-	for range w.Producers {
+	errs := make(chan error, producers)
+	for range producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(w.N) {
-				if _, _, err := eng.Send(ctx, "bench", herald.SendRequest{Route: "bench", Target: "t", Payload: payload}); err != nil {
+			for i := next.Add(1); i <= int64(w.N); i = next.Add(1) {
+				req := herald.SendRequest{Route: "bench", Target: "t", Lane: w.lane(i), Payload: payload}
+				if _, _, err := eng.Send(ctx, "bench", req); err != nil {
 					errs <- err
 					return
 				}
@@ -140,6 +175,15 @@ func produce(ctx context.Context, eng *herald.Engine, w Workload, payload []byte
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// lane returns the lane of w's i-th message (from 1): its lanes in turn,
+// or "" (the route's own) when w has none.
+func (w Workload) lane(i int64) string {
+	if w.Lanes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("lane-%04d", (i-1)%int64(w.Lanes)+1)
 }
 
 func countStored(ctx context.Context, s herald.Store, n int) (lost, dup int, err error) {
@@ -177,6 +221,7 @@ type doneCounter struct {
 
 func (d *doneCounter) Transitioned(string, herald.Status, herald.Status) {}
 func (d *doneCounter) Problem(string)                                    {}
+func (d *doneCounter) Throttled(string, string, bool)                    {}
 func (d *doneCounter) Delivered(string, time.Duration) {
 	if d.n.Add(1) == d.target {
 		close(d.reached)

@@ -27,11 +27,11 @@ func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore 
 		return res, err
 	}
 	defer store.Close()
-	eng, err := newEngine(store, newCarrier(0, false), 1, nil)
+	eng, err := newEngine(store, newCarrier(0, false), 1, herald.Admission{}, nil)
 	if err != nil {
 		return res, err
 	}
-	if err := produce(ctx, eng, Workload{N: w.N, Producers: 8}, payload256()); err != nil {
+	if err := produce(ctx, eng, w, preloaders, payload256()); err != nil {
 		return res, err
 	}
 
@@ -109,7 +109,7 @@ func RunNodes(ctx context.Context, w Workload, peer string, nodes int, newStore 
 // CPU time while dispatching.
 func ServeNode(ctx context.Context, store herald.Store, concurrency int, in io.Reader, out io.Writer) error {
 	carrier := newCarrier(0, false)
-	eng, err := newEngine(store, carrier, concurrency, nil)
+	eng, err := newEngine(store, carrier, concurrency, herald.Admission{}, nil)
 	if err != nil {
 		return err
 	}
@@ -132,11 +132,12 @@ func ServeNode(ctx context.Context, store herald.Store, concurrency int, in io.R
 }
 
 // newEngine makes the workloads' engine: one route "bench" on carrier, retry
-// at once, three attempts.
-func newEngine(store herald.Store, carrier herald.Carrier, concurrency int, obs herald.Observer) (*herald.Engine, error) {
+// at once, three attempts, admission as given.
+func newEngine(store herald.Store, carrier herald.Carrier, concurrency int, admission herald.Admission, obs herald.Observer) (*herald.Engine, error) {
 	policy, _ := herald.ProfilePolicy(herald.ProfileChannel)
 	policy.Retry = herald.RetryPolicy{Kind: herald.RetryConstant, Base: 0}
 	policy.MaxAttempts = 3
+	policy.Admission = admission
 	return herald.New(herald.Config{
 		Store:       store,
 		Routes:      []herald.Route{{Name: "bench", Carrier: carrier, Policy: policy}},

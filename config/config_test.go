@@ -56,6 +56,8 @@ func TestParseContractExample(t *testing.T) {
 		MaxAge:              48 * time.Hour,
 		Timeouts:            herald.Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true, // from the channel profile
+		// A webhook route's default circuit breaker.
+		Admission: herald.Admission{Circuit: herald.Circuit{Failures: 20, CoolDown: time.Minute}},
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("policy =\n %+v\nwant\n %+v", p, want)
@@ -161,6 +163,14 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 				p.Retry.Schedule = []time.Duration{time.Second, time.Minute}
 				p.Timeouts.Accept = 3 * time.Second
 				p.MaxAge = time.Hour
+				p.Admission.Circuit = herald.Circuit{Failures: 20, CoolDown: time.Minute}
+			}},
+		{"circuit off", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}},
+			func(p *herald.Policy) { *p = channel }},
+		{"circuit set", Route{Carrier: CarrierWebhook, Circuit: &Circuit{Failures: 3, CoolDown: Duration(time.Second)}},
+			func(p *herald.Policy) {
+				*p = channel
+				p.Admission.Circuit = herald.Circuit{Failures: 3, CoolDown: time.Second}
 			}},
 	}
 	for _, tt := range tests {

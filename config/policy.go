@@ -80,6 +80,19 @@ func (r Route) policy() (herald.Policy, error) {
 	if !r.TenantRate.IsZero() {
 		p.Admission.TenantRate = herald.Rate(r.TenantRate)
 	}
+	if r.Ordered {
+		p.Admission.Ordered = true
+	}
+	if r.DedupTTL != 0 {
+		p.DedupTTL = r.DedupTTL.D()
+	}
+	circuit := r.Circuit
+	if circuit == nil && r.Carrier == CarrierWebhook {
+		circuit = &DefaultWebhookCircuit
+	}
+	if circuit != nil {
+		p.Admission.Circuit = herald.Circuit{Failures: circuit.Failures, CoolDown: circuit.CoolDown.D()}
+	}
 	if err := p.Validate(); err != nil {
 		return herald.Policy{}, fmt.Errorf("policy: %w", err)
 	}

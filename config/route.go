@@ -1,6 +1,10 @@
 package config
 
-import "github.com/heraldmq/herald"
+import (
+	"time"
+
+	"github.com/heraldmq/herald"
+)
 
 // The carriers a route may name.
 const (
@@ -51,6 +55,9 @@ type Route struct {
 	Ordered bool `yaml:"ordered"`
 	// DedupTTL is the content-hash dedup window; 0 turns dedup off.
 	DedupTTL Duration `yaml:"dedup_ttl"`
+	// Circuit is each lane's circuit breaker; nil means the default: on
+	// for webhook routes (DefaultWebhookCircuit), off for the others.
+	Circuit *Circuit `yaml:"circuit"`
 
 	// URL is where a webhook route POSTs. Required for webhook.
 	URL string `yaml:"url"`
@@ -84,6 +91,16 @@ type Route struct {
 	// PasswordEnv names the variable holding the Calin password.
 	PasswordEnv string `yaml:"password_env"`
 }
+
+// Circuit opens a lane after Failures transient failures in a row, for
+// CoolDown; failures: 0 turns it off.
+type Circuit struct {
+	Failures int      `yaml:"failures"`
+	CoolDown Duration `yaml:"cool_down"`
+}
+
+// DefaultWebhookCircuit is a webhook route's circuit unless it sets one.
+var DefaultWebhookCircuit = Circuit{Failures: 20, CoolDown: Duration(time.Minute)}
 
 // Admission is the flow control applied per lane of a route.
 type Admission struct {

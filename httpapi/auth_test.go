@@ -12,7 +12,7 @@ func TestUnauthorized(t *testing.T) {
 		{"POST", "/v1/messages"}, {"GET", "/v1/messages"}, {"GET", "/v1/messages/x"},
 		{"POST", "/v1/messages/x/cancel"}, {"POST", "/v1/messages/x/replay"}, {"GET", "/v1/messages/x/explain"},
 		{"GET", "/v1/dead-letters"}, {"POST", "/v1/dead-letters/replay"}, {"DELETE", "/v1/dead-letters"},
-		{"GET", "/v1/health"}, {"GET", "/v1/stats"}, {"GET", "/v1/no-such-thing"},
+		{"GET", "/v1/health"}, {"GET", "/v1/stats"}, {"GET", "/v1/lanes"}, {"GET", "/v1/no-such-thing"},
 	}
 	headers := map[string]string{
 		"no header":      "",

@@ -49,6 +49,21 @@ func (testCarrier) Send(_ context.Context, m *herald.Message) (herald.SendResult
 	return herald.SendResult{ExternalID: "ext-" + m.ID}, nil
 }
 
+// pushCarrier accepts every message and never confirms it, so that an
+// accepted message stays in flight (DELIVERED_TO_NS), except to target
+// "busy", which it asks to wait a minute (backpressure).
+type pushCarrier struct{}
+
+func (pushCarrier) Path() herald.Path              { return herald.PathPush }
+func (pushCarrier) Validate(*herald.Message) error { return nil }
+
+func (pushCarrier) Send(_ context.Context, m *herald.Message) (herald.SendResult, error) {
+	if m.Target == "busy" {
+		return herald.SendResult{}, herald.RetryAfter(time.Minute, errors.New("429 slow down"))
+	}
+	return herald.SendResult{}, nil
+}
+
 // faultyStore wraps a real store; when err is set, Get and Ping fail with it.
 type faultyStore struct {
 	herald.Store
@@ -92,6 +107,8 @@ func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 		t.Fatal(err)
 	}
 	policy.MaxAttempts = 1
+	gated := policy
+	gated.Admission = herald.Admission{Concurrency: 1}
 	clk := clock.NewFake(start)
 	logs := &strings.Builder{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
@@ -100,6 +117,7 @@ func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 		Routes: []herald.Route{
 			{Name: "hooks", Carrier: testCarrier{}, Policy: policy},
 			{Name: "devices", Carrier: testCarrier{requireTarget: true}, Policy: policy},
+			{Name: "gw", Carrier: pushCarrier{}, Policy: gated}, // one message in flight per lane
 		},
 		Clock:  clk,
 		Logger: logger,

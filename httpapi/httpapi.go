@@ -1,6 +1,6 @@
 // Package httpapi serves herald's HTTP API (JSON) over an engine: sending,
 // reading, listing, cancelling and replaying messages, dead letters, health,
-// stats, probes and metrics. It imports the core only; stores and carriers
+// stats, the busiest lanes, probes and metrics. It imports the core only; stores and carriers
 // reach it through the herald.Engine.
 //
 // Every /v1 path except /v1/ingress/ needs an "Authorization: Bearer <key>"
@@ -63,6 +63,7 @@ func New(cfg Config) http.Handler {
 
 	mux.HandleFunc("GET /v1/health", a.health)
 	mux.HandleFunc("GET /v1/stats", a.stats)
+	mux.HandleFunc("GET /v1/lanes", a.lanes)
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 

@@ -85,3 +85,30 @@ func TestUnknownEndpointsAnswerJSON(t *testing.T) {
 		t.Errorf("Allow %q", allow)
 	}
 }
+
+// TestStatsCounters: /v1/stats (and /v1/health) carry the engine's
+// counters since it started, of every tenant; coalesced is not among
+// them, since the engine cannot count it.
+func TestStatsCounters(t *testing.T) {
+	f := newFixture(t)
+	f.sendOK(`{"route":"hooks","text":"ok"}`)
+	f.sendOK(`{"route":"hooks","text":"ok","idempotency_key":"k"}`)
+	wantStatus(t, f.do("POST", "/v1/messages", keyA, `{"route":"hooks","text":"ok","idempotency_key":"k"}`), http.StatusOK)
+	wantStatus(t, f.do("POST", "/v1/messages", keyB, `{"route":"hooks","target":"fail","text":"no"}`), http.StatusAccepted)
+	f.tick()
+
+	want := map[string]float64{"enqueued": 3, "succeeded": 2, "retried": 0, "dead_lettered": 1, "deduplicated": 0}
+	for _, path := range []string{"/v1/stats", "/v1/health"} {
+		for _, key := range []string{keyA, keyB} {
+			s := decode[map[string]any](t, f.do("GET", path, key, ""))
+			for name, n := range want {
+				if s[name] != n {
+					t.Errorf("%s of %s: %s = %v, want %v", path, key, name, s[name], n)
+				}
+			}
+			if _, ok := s["coalesced"]; ok {
+				t.Errorf("%s has coalesced: %v", path, s)
+			}
+		}
+	}
+}

@@ -7,6 +7,13 @@
 //   - herald_problems_total{kind}: things that went wrong, by kind;
 //   - herald_messages{route,status}: messages kept, read from the store on
 //     each scrape (see WatchCounts);
+//   - herald_lane_waiting{route,lane}, herald_lane_in_flight{route,lane}:
+//     QUEUED and in-flight messages of the busiest lanes of the gated
+//     routes only, read from the store at most once per LanesInterval
+//     (see WatchLanes);
+//   - herald_throttled_total{route,reason}: messages the engine held back,
+//     by reason (backpressure: the carrier asked to wait);
+//   - herald_lane_pauses_total{route,reason}: lane pauses, by reason;
 //
 // plus the Go runtime and process collectors.
 package metrics
@@ -35,7 +42,10 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
 	problems    *prometheus.CounterVec
+	throttled   *prometheus.CounterVec
+	lanePauses  *prometheus.CounterVec
 	counts      *countsCollector
+	lanes       *lanesCollector
 }
 
 var _ herald.Observer = (*Metrics)(nil)
@@ -58,10 +68,19 @@ func New() *Metrics {
 			Name: "herald_problems_total",
 			Help: "Things that went wrong, by kind (store_error, stale_completion, event_retry, event_dead, carrier_error, ...).",
 		}, []string{"kind"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_throttled_total",
+			Help: "Messages the engine held back, by route and reason (backpressure: the carrier asked to wait).",
+		}, []string{"route", "reason"}),
+		lanePauses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_lane_pauses_total",
+			Help: "Pauses of a gated route's lane, by route and reason (backpressure).",
+		}, []string{"route", "reason"}),
 	}
 	m.counts = newCountsCollector(m.problems)
+	m.lanes = newLanesCollector(m.problems)
 	m.reg.MustRegister(
-		m.transitions, m.latency, m.problems, m.counts,
+		m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.counts, m.lanes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -84,6 +103,15 @@ func (m *Metrics) WatchCounts(f func(context.Context) ([]herald.Count, error)) {
 	m.counts.set(f)
 }
 
+// WatchLanes makes scrapes call f, at most once per LanesInterval, for the
+// gauges herald_lane_waiting and herald_lane_in_flight of the top busiest
+// lanes (TopLanes when top is 0 or less); pass the store's Lanes. Only the
+// top lanes get series: the rest of a route is its herald_messages less
+// their sum.
+func (m *Metrics) WatchLanes(f func(ctx context.Context, route string, limit int) ([]herald.LaneState, error), top int) {
+	m.lanes.set(f, top)
+}
+
 // Transitioned counts a transition of a message of route.
 func (m *Metrics) Transitioned(route string, from, to herald.Status) {
 	m.transitions.WithLabelValues(route, string(from), string(to)).Inc()
@@ -92,6 +120,15 @@ func (m *Metrics) Transitioned(route string, from, to herald.Status) {
 // Delivered records a delivery's latency.
 func (m *Metrics) Delivered(route string, latency time.Duration) {
 	m.latency.WithLabelValues(route).Observe(latency.Seconds())
+}
+
+// Throttled counts a message of route held back for reason, and a pause
+// of its lane when it paused.
+func (m *Metrics) Throttled(route, reason string, lanePaused bool) {
+	m.throttled.WithLabelValues(route, reason).Inc()
+	if lanePaused {
+		m.lanePauses.WithLabelValues(route, reason).Inc()
+	}
 }
 
 // Problem counts something that went wrong.

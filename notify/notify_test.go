@@ -19,7 +19,8 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func event() herald.OutcomeEvent {
 	m := &herald.Message{ID: "m1", Route: "hooks", Status: herald.StatusDeliverySuccessful, Attempt: 2, Text: "hi", CreatedAt: now, UpdatedAt: now}
-	return herald.OutcomeEvent{ID: "evt-1", Type: herald.StatusDeliverySuccessful, At: now, Message: m.View()}
+	view := m.View()
+	return herald.OutcomeEvent{ID: "evt-1", Type: herald.StatusDeliverySuccessful, At: now, Message: &view}
 }
 
 type capture struct {

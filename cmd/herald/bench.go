@@ -25,13 +25,19 @@ func benchCommand() *cobra.Command {
 	var nodes int
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Run the W1–W5 workloads and print one JSON line each",
+		Short: "Run the W1–W7 workloads and print one JSON line each",
 		Long: `Runs the standard workloads against a store with an in-process carrier:
   W1  one producer sends 20,000 messages of 256 bytes, each durable on return
   W2  16 producers share 50,000 sends
   W3  50,000 preloaded; dispatch concurrency 10; carrier accepts at once
   W4  5,000; the carrier takes 20 ms; concurrency 100 (ideal 5,000 msgs/s)
   W5  2,000; each fails its first attempt and succeeds on the second, retry delay 0
+  W6  50,000 preloaded over 5,000 lanes (10 each); admission concurrency 2 per lane;
+      dispatch concurrency 10; carrier accepts at once
+  W7  50,000 preloaded on one lane; admission concurrency 10; dispatch concurrency 10;
+      carrier accepts at once
+W6 and W7 need a store that keeps lane admission: one that does not fails them
+with an error before anything is preloaded.
 Each workload runs in a fresh child process on a fresh database, so its peak RSS is its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,7 +57,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 			for _, name := range names {
 				w, ok := bench.Find(strings.TrimSpace(name))
 				if !ok {
-					return fmt.Errorf("unknown workload %q (want W1..W5)", name)
+					return fmt.Errorf("unknown workload %q (want W1..W7)", name)
 				}
 				if nodes > 0 {
 					res, err := runNodes(cmd, w, storeURL, nodes)
@@ -79,7 +85,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 		},
 	}
 	cmd.Flags().StringVar(&storeURL, "store", "sqlite:", "store to measure: sqlite: alone (or with options only, as sqlite:?synchronous=normal) uses a fresh temporary database; redis://HOST:PORT/DB uses keys of its own, deleted afterwards")
-	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "comma-separated workloads to run")
+	cmd.Flags().StringVar(&workloads, "workload", "W1,W2,W3,W4,W5,W6,W7", "comma-separated workloads to run")
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "W3 only: spread the dispatch over this many herald processes sharing the store (a redis:// store)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (implies --in-process)")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
@@ -93,7 +99,10 @@ func runBenchChild(cmd *cobra.Command, workload, storeURL string) error {
 	}
 	child := exec.CommandContext(cmd.Context(), self, "bench", "--workload", workload, "--store", storeURL, "--in-process")
 	child.Stdout, child.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-	return child.Run()
+	if err := child.Run(); err != nil {
+		return fmt.Errorf("%s: %w", workload, err) // the child said why on standard error
+	}
+	return nil
 }
 
 func runWorkload(cmd *cobra.Command, w bench.Workload, storeURL string) (bench.Result, error) {
@@ -158,8 +167,8 @@ func runNodes(cmd *cobra.Command, w bench.Workload, storeURL string, nodes int) 
 	if spec.Kind != config.StoreRedis {
 		return bench.Result{}, fmt.Errorf("--nodes needs a store that processes can share: redis://")
 	}
-	if w.Producers > 0 || w.Latency > 0 || w.FailFirst {
-		return bench.Result{}, fmt.Errorf("--nodes applies to W3 only: the nodes' carrier accepts at once, so it cannot keep %s's latency or first-attempt failures", w.Name)
+	if w.Producers > 0 || w.Latency > 0 || w.FailFirst || w.Admission.Gated() {
+		return bench.Result{}, fmt.Errorf("--nodes applies to W3 only: the nodes' carrier accepts at once on an ungated route, so it cannot keep %s's latency, first-attempt failures or lane admission", w.Name)
 	}
 	prefix := fmt.Sprintf("herald-bench-%d-%s-nodes", os.Getpid(), w.Name)
 	storeURL = withQuery(storeURL, "prefix", prefix)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldmq/herald/config"
 )
 
 // TestDemoShowsMessagesFlowing runs the demo to its end and checks that it
@@ -36,7 +38,12 @@ func TestServeRefusesFlowControlItDoesNotEnforce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Routes[0].Ordered = true
-	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), "ordered: not supported") {
-		t.Fatalf("buildRoutes with ordered: %v, want a clear refusal", err)
+	f.Routes[0].DedupTTL = config.Duration(time.Hour)
+	if _, err := buildRoutes(f); err != nil {
+		t.Fatalf("buildRoutes with ordered and dedup_ttl on SQLite: %v", err)
+	}
+	f.Store = "redis://127.0.0.1:1/0"
+	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), "dedup_ttl (1h0m0s, from the route or its profile): not supported on the Redis store") {
+		t.Fatalf("buildRoutes with dedup_ttl on Redis: %v, want a clear refusal", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -106,6 +105,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	}
 	m := metrics.New()
 	m.WatchCounts(store.Counts)
+	m.WatchLanes(store.Lanes, metrics.TopLanes)
 	cfg := herald.Config{Store: store, Routes: routes, Subscribers: subs, Logger: log, Observer: m,
 		Retention: f.Retention.D(), DrainBudget: f.DrainBudget.D(), Concurrency: f.Concurrency}
 	if f.Health != nil {
@@ -167,11 +167,11 @@ func (s *server) shutdown() error {
 func buildRoutes(f *config.File) ([]herald.Route, error) {
 	var routes []herald.Route
 	for _, rc := range f.Routes {
-		if err := unsupportedFlowControl(rc); err != nil {
-			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
-		}
 		policy, err := rc.Policy()
 		if err != nil {
+			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
+		}
+		if err := unsupportedFlowControl(f, rc, &policy); err != nil {
 			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
 		}
 		var c herald.Carrier
@@ -195,19 +195,22 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 	return routes, nil
 }
 
-// unsupportedFlowControl refuses the flow-control keys that this build
-// parses but does not enforce yet, rather than ignoring them.
-func unsupportedFlowControl(rc config.Route) error {
-	var keys []string
-	if rc.Ordered {
-		keys = append(keys, "ordered")
+// unsupportedFlowControl refuses the flow-control settings that the
+// configured store does not keep yet, rather than ignoring them: the Redis
+// store has no content-hash dedup and no circuit breaker yet (a webhook
+// route's default circuit is left off there).
+func unsupportedFlowControl(f *config.File, rc config.Route, p *herald.Policy) error {
+	spec, err := f.StoreSpec()
+	if err != nil || spec.Kind != config.StoreRedis {
+		return err
 	}
-	if rc.DedupTTL != 0 {
-		keys = append(keys, "dedup_ttl")
+	if p.DedupTTL > 0 {
+		return fmt.Errorf("dedup_ttl (%s, from the route or its profile): not supported on the Redis store yet; set dedup_ttl: 0 to run", p.DedupTTL)
 	}
-	if len(keys) > 0 {
-		return fmt.Errorf("%s: not supported by this build yet; remove to run", strings.Join(keys, ", "))
+	if rc.Circuit != nil && rc.Circuit.Failures > 0 {
+		return errors.New("circuit: not supported on the Redis store yet; remove it to run")
 	}
+	p.Admission.Circuit = herald.Circuit{}
 	return nil
 }
 

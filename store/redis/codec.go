@@ -15,7 +15,8 @@ import (
 // A message is a hash of these fields (see lua/lib.lua):
 //
 //	s     status|attempt|lease|seq|updated|due|deadline|expires
-//	k     created|priority|tenant|route (tenant and route escaped)
+//	k     created|priority|tenant|route|lane (the names escaped; a message
+//	      stored before lanes has no lane in k, and is never gated)
 //	t     the timeline after the creation entry: see decodeEntry
 //	b     the fields no script reads: see appendBody
 //	x, e  external id, last error
@@ -36,6 +37,7 @@ func hashFields(args []any, buf []byte, m *herald.Message) ([]any, []byte) {
 	buf = strconv.AppendInt(buf, unixms.From(m.CreatedAt), 10)
 	buf = strconv.AppendInt(append(buf, '|'), int64(m.Priority), 10)
 	buf = append(append(append(append(buf, '|'), esc(m.Tenant)...), '|'), esc(m.Route)...)
+	buf = append(append(buf, '|'), esc(m.Lane)...)
 	k := len(buf)
 	buf = appendBody(buf, m)
 	args = append(args, buf[:s], buf[s:k], buf[k:])
@@ -122,7 +124,7 @@ var decodedFields = []string{"s", "k", "b", "x", "e", "coal", "corr", "idem"}
 func decode(h map[string]string) (*herald.Message, int, error) {
 	s := strings.Split(h["s"], "|")
 	k := strings.Split(h["k"], "|")
-	if len(s) != 8 || len(k) != 4 {
+	if len(s) != 8 || (len(k) != 4 && len(k) != 5) {
 		return nil, 0, fmt.Errorf("malformed message: s=%q k=%q", h["s"], h["k"])
 	}
 	var nums [8]int64

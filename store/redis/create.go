@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -14,11 +15,18 @@ import (
 // fields s, k and b, and the pairs of coal, corr, idem, x and e.
 const createArgs = 8 + 3 + 2*5
 
+// errNoDedup refuses content-hash dedup, which this store does not keep
+// yet (cmd/herald refuses dedup_ttl on Redis).
+var errNoDedup = fmt.Errorf("redis store: content-hash dedup (dedup_ttl): %w", errors.ErrUnsupported)
+
 // Create stores m as QUEUED with its creation entry, unless its idempotency
 // key names a message already stored, and cancels the waiting messages it
 // coalesces, in one script (which may create other messages too: see
 // batcher).
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
+	if m.DedupKey != "" && !opt.DedupSince.IsZero() {
+		return nil, false, errNoDedup
+	}
 	msg := herald.AsCreated(m)
 	enc := newEncoding()
 	args := slices.Grow(enc.args, createArgs+len(opt.CoalesceNotify))

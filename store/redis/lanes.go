@@ -1,30 +1,154 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
 )
 
-// errNoLanes refuses admission rules, which this store does not keep yet.
-var errNoLanes = fmt.Errorf("redis store: lane admission (admission, tenant_rate): %w", errors.ErrUnsupported)
+// Lanes: the messages of a gated route wait in their lane, R|L, instead of
+// in ready, and a claim takes them through the lanes that admit one (see
+// lua/lib.lua and lua/claim.lua). Each lane keeps its queue, the ids it
+// has in flight, and its state (next dispatch under its spacing, its
+// bucket, its pause) in keys of its own, which the scripts that move its
+// messages update in the same call. The rules live in the store too, in
+// adm, so that every node and every script sees the same ones.
 
-// SetAdmission accepts no gated route yet.
+// SetAdmission keeps rules as the gated routes' admission, and applies
+// them to the messages stored: see lua/admission.lua. Rules equal to
+// those kept cost one round trip and change nothing. It refuses ordered
+// routes and circuit breakers, which this store does not keep yet (see
+// FirstActive and ReportCircuit).
 func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admission) error {
-	if len(rules) > 0 {
-		return errNoLanes
+	args := make([]any, 0, 2*len(rules))
+	for _, route := range slices.Sorted(maps.Keys(rules)) {
+		a := rules[route]
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("redis set admission: route %q: %w", route, err)
+		}
+		if a.Ordered || a.Circuit != (herald.Circuit{}) {
+			return fmt.Errorf("redis set admission: route %q: ordered routes and circuit breakers: %w", route, errors.ErrUnsupported)
+		}
+		args = append(args, esc(route), fmt.Sprintf("%d|%d|%d|%d|%d|%d",
+			ms(a.Spacing), a.Concurrency, a.Rate.N, ms(a.Rate.Per), a.TenantRate.N, ms(a.TenantRate.Per)))
 	}
-	return nil
+	_, err := s.eval(ctx, admissionScript, args...)
+	return wrap(ctx, "set admission", err)
 }
 
-// Lane knows no lane yet.
+// ms returns d in milliseconds, the store's precision, rounded up: a
+// limit never rounds away.
+func ms(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Lane returns the state of route's lane, with tenant's bucket on route.
 func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
-	return herald.LaneState{Route: route, Lane: lane}, nil
+	states, err := s.laneStates(ctx, []herald.LaneState{{Route: route, Lane: lane}}, &tenant)
+	if err != nil {
+		return herald.LaneState{}, wrap(ctx, "lane", err)
+	}
+	return states[0], nil
 }
 
-// Lanes knows no lane yet.
+// Lanes returns up to limit lanes that hold messages, of route or, when
+// it is "", of every gated route: by queued plus in flight, most first,
+// then by route and lane.
 func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.LaneState, error) {
-	return nil, nil
+	if limit <= 0 {
+		return nil, nil
+	}
+	routes := []string{esc(route)}
+	if route == "" {
+		var err error
+		if routes, err = s.client.HKeys(ctx, s.key("adm")).Result(); err != nil {
+			return nil, wrap(ctx, "lanes", err)
+		}
+	}
+	keys := make([]string, len(routes))
+	for i, r := range routes {
+		keys[i] = s.key("ln:" + r)
+	}
+	cmds, err := s.pipelined(ctx, keys, func(p goredis.Pipeliner, key string) { p.SMembers(ctx, key) })
+	if err != nil {
+		return nil, wrap(ctx, "lanes", err)
+	}
+	var lanes []herald.LaneState
+	for i, c := range cmds {
+		for _, lane := range c.(*goredis.StringSliceCmd).Val() {
+			lanes = append(lanes, herald.LaneState{Route: unesc(routes[i]), Lane: unesc(lane)})
+		}
+	}
+	if lanes, err = s.laneStates(ctx, lanes, nil); err != nil {
+		return nil, wrap(ctx, "lanes", err)
+	}
+	slices.SortFunc(lanes, func(a, b herald.LaneState) int {
+		return cmp.Or(cmp.Compare(b.Queued+len(b.InFlight), a.Queued+len(a.InFlight)),
+			cmp.Compare(a.Route, b.Route), cmp.Compare(a.Lane, b.Lane))
+	})
+	return lanes[:min(limit, len(lanes))], nil
+}
+
+// laneStates fills in the state of each lane of lanes (Route and Lane
+// set), and, when tenant is not nil, that tenant's bucket on its route,
+// in one round trip.
+func (s *Store) laneStates(ctx context.Context, lanes []herald.LaneState, tenant *string) ([]herald.LaneState, error) {
+	if len(lanes) == 0 {
+		return lanes, nil
+	}
+	type laneCmds struct {
+		lq, ld *goredis.IntCmd
+		lin    *goredis.StringSliceCmd
+		st, tb *goredis.SliceCmd
+	}
+	cmds := make([]laneCmds, len(lanes))
+	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, l := range lanes {
+			rl, c := esc(l.Route)+"|"+esc(l.Lane), &cmds[i]
+			c.lq, c.ld = p.ZCard(ctx, s.key("lq:"+rl)), p.ZCard(ctx, s.key("ld:"+rl))
+			c.lin = p.ZRange(ctx, s.key("lin:"+rl), 0, -1)
+			c.st = p.HMGet(ctx, s.key("lst:"+rl), "next", "tok", "tat", "pause", "why")
+			if tenant != nil {
+				c.tb = p.HMGet(ctx, s.key("tb:"+esc(l.Route)+"|"+esc(*tenant)), "tok", "tat")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cmds {
+		l, st := &lanes[i], c.st.Val()
+		l.Queued, l.InFlight = int(c.lq.Val()+c.ld.Val()), c.lin.Val()
+		l.NextAt, l.Tokens, l.TokensAt = msField(st[0]), floatField(st[1]), msField(st[2])
+		l.PausedUntil, l.PauseReason = msField(st[3]), str(st[4])
+		if c.tb != nil {
+			tb := c.tb.Val()
+			l.TenantTokens, l.TenantTokensAt = floatField(tb[0]), msField(tb[1])
+		}
+	}
+	return lanes, nil
+}
+
+// msField returns the time of a hash field of unix milliseconds: zero
+// when it is absent or 0.
+func msField(v any) time.Time {
+	n, _ := strconv.ParseInt(str(v), 10, 64)
+	return unixms.Time(n)
+}
+
+// floatField returns a hash field's number: 0 when it is absent.
+func floatField(v any) float64 {
+	f, _ := strconv.ParseFloat(str(v), 64)
+	return f
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/heraldmq/herald"
@@ -12,13 +13,15 @@ import (
 
 // Claim moves up to c.Limit due QUEUED messages to SENT_TO_NS, highest
 // priority first and oldest id first within a priority, in one script: no
-// two claims, from any process, return the same message.
+// two claims, from any process, return the same message. Up to
+// c.GatedLimit of them are of gated routes, taken first, through their
+// lanes (see lanes.go).
 func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, error) {
 	if c.Limit <= 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 3+2*len(c.AcceptTimeouts))
-	args = append(args, unixms.From(c.Now), c.Limit, c.DefaultAccept.Milliseconds())
+	args := make([]any, 0, 4+2*len(c.AcceptTimeouts))
+	args = append(args, unixms.From(c.Now), c.Limit, max(c.GatedLimit, 0), c.DefaultAccept.Milliseconds())
 	for route, d := range c.AcceptTimeouts {
 		args = append(args, esc(route), d.Milliseconds())
 	}
@@ -64,17 +67,24 @@ func (s *Store) readClaimed(ctx context.Context, reply any) ([]*herald.Message, 
 }
 
 // Transition applies t if the message is still in t.From (and under
-// t.Lease when it is set), records it in the timeline and enqueues one
-// outcome event per name in t.Notify, in one script (with other
-// transitions: see batcher).
+// t.Lease when it is set), records it in the timeline, enqueues one
+// outcome event per name in t.Notify and pauses the message's lane, when
+// t says so, in one script (with other transitions: see batcher).
 func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
-	reset := 0
-	if t.ResetAttempts {
-		reset = 1
+	attempts := "0"
+	switch {
+	case t.ResetAttempts:
+		attempts = "reset"
+	case t.UndoAttempt:
+		attempts = "undo"
+	}
+	pause := "0"
+	if !t.PauseUntil.IsZero() {
+		pause = strconv.FormatInt(unixms.From(t.PauseUntil), 10) + "|" + t.PauseReason
 	}
 	enc := newEncoding()
-	args := append(slices.Grow(enc.args, 12+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
-		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, reset, t.Reason)
+	args := append(slices.Grow(enc.args, 13+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
+		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, attempts, t.Reason, pause)
 	for _, sub := range t.Notify {
 		args = append(args, sub)
 	}

@@ -36,6 +36,16 @@ var everyMethod = []storeCall{
 		_, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 1, DefaultAccept: time.Second})
 		return err
 	}},
+	{"SetAdmission", func(ctx context.Context, s *Store) error {
+		return s.SetAdmission(ctx, map[string]herald.Admission{"r1": {Spacing: time.Second, Concurrency: 2,
+			Rate: herald.Rate{N: 5, Per: time.Second}, TenantRate: herald.Rate{N: 5, Per: time.Second}}})
+	}},
+	{"ClaimGated", func(ctx context.Context, s *Store) error {
+		_, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 2, GatedLimit: 2, DefaultAccept: time.Second})
+		return err
+	}},
+	{"Lane", func(ctx context.Context, s *Store) error { _, err := s.Lane(ctx, "r1", "", "acme"); return err }},
+	{"Lanes", func(ctx context.Context, s *Store) error { _, err := s.Lanes(ctx, "", 10); return err }},
 	{"Transition", func(ctx context.Context, s *Store) error {
 		return s.Transition(ctx, herald.Transition{ID: "m2", From: herald.StatusSentToNS, To: herald.StatusDeliveredToNS,
 			At: t0, ExternalID: "ext-2", DueAt: t0.Add(time.Second), Deadline: t0.Add(time.Minute), Notify: []string{"hook"}})

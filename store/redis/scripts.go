@@ -39,6 +39,7 @@ var (
 	purgeScript       = function("purge")
 	claimEventsScript = function("claim_events")
 	settleEventScript = function("settle_event")
+	admissionScript   = function("admission")
 )
 
 // script is a function of the library, by the name the server knows it by.

@@ -11,7 +11,7 @@ import (
 
 // msgCols are the messages columns that make up a herald.Message, timeline
 // aside, in the order scanMessage reads them.
-const msgCols = `id, tenant, route, target, lane, priority, correlation_id,
+const msgCols = `id, tenant, route, target, lane, priority, correlation_id, dedup_key,
 	idempotency_key, coalesce_key, status, attempt, max_attempts, created_at,
 	updated_at, due_at, deadline, expires_at, external_id, last_error, lease,
 	params, text, payload`
@@ -48,7 +48,7 @@ func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
 		payload                                  []byte
 	)
 	dest := append([]any{
-		&m.ID, &m.Tenant, &m.Route, &m.Target, &m.Lane, &m.Priority, &m.CorrelationID,
+		&m.ID, &m.Tenant, &m.Route, &m.Target, &m.Lane, &m.Priority, &m.CorrelationID, &m.DedupKey,
 		&m.IdempotencyKey, &m.CoalesceKey, &status, &m.Attempt, &m.MaxAttempts, &created,
 		&updated, &due, &deadline, &expires, &m.ExternalID, &m.LastError, &m.Lease,
 		&params, &m.Text, &payload,

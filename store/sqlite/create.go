@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/unixms"
@@ -25,6 +26,13 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	err = s.write(ctx, func(tx *wtx) error {
 		if msg.IdempotencyKey != "" {
 			prev, err := tx.findIdempotent(&msg)
+			if prev != nil || err != nil {
+				stored, created = prev, false
+				return err
+			}
+		}
+		if msg.DedupKey != "" && !opt.DedupSince.IsZero() {
+			prev, err := tx.findDuplicate(&msg, opt.DedupSince)
 			if prev != nil || err != nil {
 				stored, created = prev, false
 				return err
@@ -57,6 +65,17 @@ func (tx *wtx) findIdempotent(m *herald.Message) (*herald.Message, error) {
 	return prev, err
 }
 
+// findDuplicate returns the latest message, with its timeline, that has
+// m's tenant, route and dedup key and reached DELIVERY_SUCCESSFUL at or
+// after since, or nil.
+func (tx *wtx) findDuplicate(m *herald.Message, since time.Time) (*herald.Message, error) {
+	prev, err := scanWithTimeline(tx.st.findDuplicate.QueryRow(m.Tenant, m.Route, m.DedupKey, unixms.From(since)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return prev, err
+}
+
 // coalesce cancels the waiting messages that m replaces.
 func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
 	rows, err := tx.st.selectCoalesced.Query(m.Tenant, m.Route, m.CoalesceKey)
@@ -79,7 +98,7 @@ func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
 // insert stores m with its timeline, the creation entry.
 func (tx *wtx) insert(m *herald.Message, params string) error {
 	_, err := tx.st.insertMessage.Exec(
-		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID,
+		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID, m.DedupKey,
 		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, unixms.From(m.CreatedAt),
 		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease,
 		params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), tx.gated(m.Route))

@@ -114,6 +114,8 @@ type laneRow struct {
 	nextAt, tokensAt int64
 	tokens           float64
 	pausedUntil      int64
+	circuit          string
+	cool             int64
 }
 
 // pickGated returns the ids of the gated messages that their lanes admit
@@ -137,16 +139,17 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, error) {
 		afterPrio, after = int64(noCap), ""
 	)
 	for scanned := 0; len(picked) < limit && scanned < maxLaneScan; {
-		rows, err := tx.st.readyLanes.Query(afterPrio, after, lanePage)
-		page, err := collect(rows, err, func(sc rowScanner) (laneRow, error) {
+		page := min(lanePage, limit-len(picked)+8) // a few more, for the lanes that admit nothing
+		rows, err := tx.st.readyLanes.Query(afterPrio, after, page)
+		lanes, err := collect(rows, err, func(sc rowScanner) (laneRow, error) {
 			var l laneRow
-			err := sc.Scan(&l.route, &l.lane, &l.headPrio, &l.headID, &l.inflight, &l.nextAt, &l.tokens, &l.tokensAt, &l.pausedUntil)
+			err := sc.Scan(&l.route, &l.lane, &l.headPrio, &l.headID, &l.inflight, &l.nextAt, &l.tokens, &l.tokensAt, &l.pausedUntil, &l.circuit, &l.cool)
 			return l, err
 		})
 		if err != nil {
 			return nil, err
 		}
-		for _, l := range page {
+		for _, l := range lanes {
 			scanned++
 			afterPrio, after = l.headPrio, l.headID
 			a, ok := tx.rules[l.route]
@@ -161,7 +164,7 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, error) {
 				break
 			}
 		}
-		if len(page) < lanePage {
+		if len(lanes) < page {
 			break
 		}
 	}
@@ -185,6 +188,10 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	}
 	if l.pausedUntil > nowMS {
 		park = l.pausedUntil
+	}
+	probe := l.circuit != "" // the cool-down is over (or a probe never answered): one probe goes
+	if probe {
+		n = min(n, 1)
 	}
 	if a.Spacing > 0 {
 		if l.nextAt > nowMS {
@@ -215,7 +222,11 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	if !a.TenantRate.IsZero() {
 		look += lanePage
 	}
-	rows, err := tx.st.laneTake.Query(l.route, l.lane, nowMS, look)
+	take := tx.st.laneTake
+	if a.Ordered {
+		take = tx.st.laneTakeOrdered
+	}
+	rows, err := take.Query(l.route, l.lane, nowMS, look)
 	type queued struct{ id, tenant string }
 	due, err := collect(rows, err, func(sc rowScanner) (queued, error) {
 		var q queued
@@ -257,8 +268,67 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 			readyAt = max(readyAt, unixms.From(a.Rate.NextToken(tokens, now)))
 		}
 	}
-	_, err = tx.st.laneDispatched.Exec(l.route, l.lane, nextAt, tokens, tokensAt, readyAt)
-	return took, err
+	if a.Timed() {
+		if _, err = tx.st.laneDispatched.Exec(l.route, l.lane, nextAt, tokens, tokensAt, readyAt); err != nil {
+			return nil, err
+		}
+	}
+	if probe { // no other message until the probe's answer, or the cool-down
+		if _, err := tx.st.laneProbe.Exec(l.route, l.lane, nowMS+l.cool); err != nil {
+			return nil, err
+		}
+	}
+	return took, nil
+}
+
+// ReportCircuit feeds the circuit breaker of r's lane (see herald.Store).
+func (s *Store) ReportCircuit(ctx context.Context, r herald.CircuitReport) (herald.CircuitChange, error) {
+	var ch herald.CircuitChange
+	err := s.write(ctx, func(tx *wtx) error {
+		var err error
+		ch, err = tx.reportCircuit(r)
+		return err
+	})
+	return ch, wrap("report circuit", err)
+}
+
+func (tx *wtx) reportCircuit(r herald.CircuitReport) (herald.CircuitChange, error) {
+	rule := tx.rules[r.Route].Circuit
+	if rule.Failures == 0 {
+		return herald.CircuitChange{}, nil
+	}
+	var (
+		failures int
+		circuit  string
+		cool     int64
+	)
+	err := tx.st.laneCircuit.QueryRow(r.Route, r.Lane).Scan(&failures, &circuit, &cool)
+	if errors.Is(err, sql.ErrNoRows) {
+		return herald.CircuitChange{}, nil
+	}
+	if err != nil {
+		return herald.CircuitChange{}, err
+	}
+	if !r.Failed {
+		if failures == 0 && circuit == "" {
+			return herald.CircuitChange{}, nil
+		}
+		_, err := tx.st.circuitClose.Exec(r.Route, r.Lane)
+		return herald.CircuitChange{Closed: circuit != ""}, err
+	}
+	failures++
+	switch {
+	case circuit == "probing":
+		cool = min(2*cool, herald.MaxCircuitCoolDown.Milliseconds())
+	case circuit == "" && failures >= rule.Failures:
+		cool = rule.CoolDown.Milliseconds()
+	default: // counting, or open already: messages sent before it opened answer late
+		_, err := tx.st.circuitCount.Exec(r.Route, r.Lane, failures)
+		return herald.CircuitChange{Failures: failures}, err
+	}
+	until := unixms.From(r.At) + cool
+	_, err = tx.st.circuitOpen.Exec(r.Route, r.Lane, failures, cool, until)
+	return herald.CircuitChange{Opened: true, Until: unixms.Time(until), Failures: failures}, err
 }
 
 // tenantBucket is a tenant's bucket on a route during one claim.
@@ -293,7 +363,7 @@ func (tx *wtx) tenantBucket(tenants map[[2]string]*tenantBucket, rate herald.Rat
 func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
 	st := herald.LaneState{Route: route, Lane: lane}
 	var nextAt, tokensAt, paused int64
-	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason)
+	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason, &st.Circuit, &st.Failures)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return st, wrap("lane", err)
 	}
@@ -314,6 +384,18 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 	}
 	st.TenantTokensAt = unixms.Time(tokensAt)
 	return st, nil
+}
+
+// FirstActive returns the oldest message of route and target that is not
+// terminal, or "". Only gated routes' messages are indexed by target, and
+// ordered routes are gated.
+func (s *Store) FirstActive(ctx context.Context, route, target string) (string, error) {
+	var id string
+	err := s.rs.firstActive.QueryRowContext(ctx, route, target).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, wrap("first active", err)
 }
 
 // Lanes returns up to limit lanes of gated routes (of route alone, unless

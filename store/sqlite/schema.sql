@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS messages (
 	external_id     TEXT NOT NULL,
 	last_error      TEXT NOT NULL,
 	lease           INTEGER NOT NULL,
-	gated           INTEGER NOT NULL DEFAULT 0, -- 1: its route is gated, it goes through the lanes
+	gated           INTEGER NOT NULL DEFAULT 0,  -- 1: its route is gated, it goes through the lanes
+	dedup_key       TEXT NOT NULL DEFAULT '',    -- content hash, when its route dedups
 	seq             INTEGER NOT NULL, -- status changes so far, creation included: numbers their events
 	-- The bulky columns come last so that reading the others stays cheap;
 	-- only Get reads the timeline, which grows with every status change.
@@ -68,6 +69,12 @@ CREATE UNIQUE INDEX IF NOT EXISTS messages_idempotency ON messages (tenant, rout
 	WHERE idempotency_key != '';
 CREATE INDEX IF NOT EXISTS messages_coalesce ON messages (tenant, route, coalesce_key)
 	WHERE coalesce_key != '' AND (status = 'QUEUED' OR status = 'TO_RETRY');
+-- Ordered routes: the active messages of a target, oldest first.
+CREATE INDEX IF NOT EXISTS messages_target ON messages (route, target, id)
+	WHERE gated = 1 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
+-- Create: content-hash dedup against the messages delivered lately.
+CREATE INDEX IF NOT EXISTS messages_dedup ON messages (tenant, route, dedup_key, updated_at)
+	WHERE dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL';
 -- FindByExternalID.
 CREATE INDEX IF NOT EXISTS messages_external ON messages (route, external_id)
 	WHERE external_id != '' AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
@@ -114,6 +121,9 @@ CREATE TABLE IF NOT EXISTS lanes (
 	tokens_at    INTEGER NOT NULL DEFAULT 0,  -- 0: never drawn from (full)
 	paused_until INTEGER NOT NULL DEFAULT 0,
 	pause_reason TEXT NOT NULL DEFAULT '',
+	failures     INTEGER NOT NULL DEFAULT 0,  -- circuit: transient failures in a row
+	circuit      TEXT NOT NULL DEFAULT '',    -- '' closed, 'open', 'probing' (a probe is out)
+	cool         INTEGER NOT NULL DEFAULT 0,  -- the circuit's current cool-down, ms
 	PRIMARY KEY (route, lane)
 ) WITHOUT ROWID;
 -- The lanes a claim may take from, in claim order.
@@ -159,13 +169,11 @@ BEGIN
 		WHERE new.status = 'QUEUED'
 	ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id
 		WHERE head_id = '' OR excluded.head_prio > head_prio OR (excluded.head_prio = head_prio AND excluded.head_id < head_id);
-	UPDATE lanes SET
-		head_id = COALESCE((SELECT id FROM messages INDEXED BY messages_lane
-			WHERE status = 'QUEUED' AND gated = 1 AND route = new.route AND lane = new.lane
-			ORDER BY priority DESC, id LIMIT 1), ''),
-		head_prio = COALESCE((SELECT priority FROM messages INDEXED BY messages_lane
-			WHERE status = 'QUEUED' AND gated = 1 AND route = new.route AND lane = new.lane
-			ORDER BY priority DESC, id LIMIT 1), 0)
+	UPDATE lanes SET (head_id, head_prio) = (
+			SELECT id, priority FROM (SELECT id, priority FROM messages INDEXED BY messages_lane
+				WHERE status = 'QUEUED' AND gated = 1 AND route = new.route AND lane = new.lane
+				ORDER BY priority DESC, id LIMIT 1)
+			UNION ALL SELECT '', 0 LIMIT 1)
 	WHERE old.status = 'QUEUED' AND route = new.route AND lane = new.lane AND head_id = old.id;
 	UPDATE lanes SET inflight = inflight
 			+ (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')

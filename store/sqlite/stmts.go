@@ -12,17 +12,19 @@ type writeStmts struct {
 
 	begin, commit, rollback *sql.Stmt
 
-	insertMessage, insertEvent           *sql.Stmt
-	findIdempotent, exists               *sql.Stmt
-	selectCoalesced, transition          *sql.Stmt
-	selectRetry                          *sql.Stmt
-	purge, prune                         *sql.Stmt
-	claimEvents, deleteEvent, retryEvent *sql.Stmt
-	killEvent                            *sql.Stmt
+	insertMessage, insertEvent            *sql.Stmt
+	findIdempotent, exists, findDuplicate *sql.Stmt
+	selectCoalesced, transition           *sql.Stmt
+	selectRetry                           *sql.Stmt
+	purge, prune                          *sql.Stmt
+	claimEvents, deleteEvent, retryEvent  *sql.Stmt
+	killEvent                             *sql.Stmt
 
 	// The lanes' statements (lanes.go).
-	unparkLanes, readyLanes, laneTake, parkLane, laneDispatched *sql.Stmt
-	pauseLane, tenantBucket, saveTenantBucket                   *sql.Stmt
+	unparkLanes, readyLanes, laneTake, laneTakeOrdered   *sql.Stmt
+	parkLane, laneDispatched, laneProbe                  *sql.Stmt
+	laneCircuit, circuitOpen, circuitClose, circuitCount *sql.Stmt
+	pauseLane, tenantBucket, saveTenantBucket            *sql.Stmt
 
 	// The claim statements, of ungated and of gated messages, prepared on
 	// first use and keyed by the number of routes with their own accept
@@ -41,6 +43,7 @@ type readStmts struct {
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, tenantBucket, busiestLanes *sql.Stmt
+	firstActive                                                *sql.Stmt
 }
 
 // prepareWrite prepares the writer's statements on conn.
@@ -65,7 +68,10 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
 		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, gated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
+		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages INDEXED BY messages_dedup
+			WHERE tenant = ? AND route = ? AND dedup_key = ? AND dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL' AND updated_at >= ?
+			ORDER BY updated_at DESC LIMIT 1`},
 		// Event ids are made of the message id and seq, so a subscriber
 		// named twice in one Notify gets one event.
 		{&st.insertEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error)
@@ -107,7 +113,7 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.killEvent, `UPDATE events SET dead = 1, attempt = ?, last_error = ? WHERE id = ?`},
 		{&st.unparkLanes, `UPDATE lanes INDEXED BY lanes_parked SET ready_at = 0 WHERE ready_at > 0 AND ready_at <= ?`},
 		// The lanes that may admit, in claim order, after (?1, ?2).
-		{&st.readyLanes, `SELECT route, lane, head_prio, head_id, inflight, next_at, tokens, tokens_at, paused_until
+		{&st.readyLanes, `SELECT route, lane, head_prio, head_id, inflight, next_at, tokens, tokens_at, paused_until, circuit, cool
 			FROM lanes INDEXED BY lanes_ready
 			WHERE head_id != '' AND ready_at = 0 AND inflight < cap
 				AND (head_prio < ?1 OR (head_prio = ?1 AND head_id > ?2))
@@ -115,9 +121,30 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.laneTake, `SELECT id, tenant FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2 AND due_at <= ?3
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
+		// The same, on an ordered route: only messages with no older active
+		// message of their target.
+		{&st.laneTakeOrdered, `SELECT id, tenant FROM messages m INDEXED BY messages_lane
+			WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2 AND due_at <= ?3
+				AND NOT EXISTS (SELECT 1 FROM messages o INDEXED BY messages_target
+					WHERE o.gated = 1 AND o.status != 'DELIVERY_SUCCESSFUL' AND o.status != 'DELIVERY_FAILED' AND o.status != 'CANCELLED'
+						AND o.route = m.route AND o.target = m.target AND o.id < m.id)
+			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		{&st.parkLane, `UPDATE lanes SET ready_at = ?3 WHERE route = ?1 AND lane = ?2`},
 		{&st.laneDispatched, `UPDATE lanes SET next_at = ?3, tokens = ?4, tokens_at = ?5, ready_at = ?6
 			WHERE route = ?1 AND lane = ?2`},
+		{&st.laneProbe, `UPDATE lanes SET circuit = 'probing', paused_until = ?3, pause_reason = 'circuit_probe',
+			ready_at = MAX(ready_at, ?3) WHERE route = ?1 AND lane = ?2`},
+		{&st.laneCircuit, `SELECT failures, circuit, cool FROM lanes WHERE route = ? AND lane = ?`},
+		{&st.circuitOpen, `UPDATE lanes SET failures = ?3, circuit = 'open', cool = ?4, paused_until = ?5,
+			pause_reason = 'circuit_open', ready_at = MAX(ready_at, ?5) WHERE route = ?1 AND lane = ?2`},
+		// A circuit's pause ends with it; a lane parked by a pause that
+		// ended is unparked, and the next claim parks it again if need be.
+		{&st.circuitClose, `UPDATE lanes SET failures = 0, circuit = '', cool = 0,
+			ready_at = CASE WHEN pause_reason LIKE 'circuit%' THEN 0 ELSE ready_at END,
+			paused_until = CASE WHEN pause_reason LIKE 'circuit%' THEN 0 ELSE paused_until END,
+			pause_reason = CASE WHEN pause_reason LIKE 'circuit%' THEN '' ELSE pause_reason END
+			WHERE route = ?1 AND lane = ?2`},
+		{&st.circuitCount, `UPDATE lanes SET failures = ?3 WHERE route = ?1 AND lane = ?2`},
 		{&st.pauseLane, `UPDATE lanes SET paused_until = ?2, pause_reason = ?3, ready_at = MAX(ready_at, ?2)
 			WHERE route = (SELECT route FROM messages WHERE id = ?1 AND gated = 1)
 				AND lane = (SELECT lane FROM messages WHERE id = ?1)`},
@@ -161,12 +188,14 @@ func (st *readStmts) defs() []stmtDef {
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
 					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
-		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason FROM lanes WHERE route = ? AND lane = ?`},
+		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ? AND lane = ?`},
 		{&st.laneInFlight, `SELECT id FROM messages INDEXED BY messages_lane_inflight
 			WHERE gated = 1 AND ` + inFlightSQL + ` AND route = ? AND lane = ? ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
+		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
+			WHERE gated = 1 AND ` + activeSQL + ` AND route = ? AND target = ? ORDER BY id LIMIT 1`},
 		// Busiest first: queued plus in flight.
 		{&st.busiestLanes, `SELECT route, lane FROM (
 				SELECT route, lane, COUNT(*) AS n FROM messages INDEXED BY messages_lane

@@ -115,18 +115,27 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 }
 
 // migrate brings a database written by an earlier version to the schema's
-// shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated
-// column, and the ready index that now holds ungated messages only.
+// shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated and
+// dedup_key columns, and the ready index that now holds ungated messages
+// only.
 func migrate(ctx context.Context, conn *sql.Conn) error {
-	var tables, gated int
+	var tables, gated, dedup int
 	err := conn.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'),
-			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'gated')`).Scan(&tables, &gated)
-	if err != nil || tables == 0 || gated == 1 {
+			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'gated'),
+			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'dedup_key')`).Scan(&tables, &gated, &dedup)
+	if err != nil || tables == 0 {
 		return err
 	}
-	_, err = conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN gated INTEGER NOT NULL DEFAULT 0;
-		DROP INDEX IF EXISTS messages_ready;`)
+	if gated == 0 {
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN gated INTEGER NOT NULL DEFAULT 0;
+			DROP INDEX IF EXISTS messages_ready;`); err != nil {
+			return err
+		}
+	}
+	if dedup == 0 {
+		_, err = conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN dedup_key TEXT NOT NULL DEFAULT ''`)
+	}
 	return err
 }
 

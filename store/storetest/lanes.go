@@ -230,6 +230,132 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("Ordered", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"o": {Ordered: true}})
+		var dev1 []*herald.Message
+		for range 3 {
+			m := newMessage("o")
+			m.Target = "dev-1"
+			dev1 = append(dev1, h.create(m))
+		}
+		other := newMessage("o")
+		other.Target = "dev-2"
+		h.create(other)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{dev1[0].ID, other.ID}) {
+			t.Fatalf("claim = %v, want the first of each target %v", ids(got), []string{dev1[0].ID, other.ID})
+		}
+		h.transition(herald.Transition{ID: dev1[0].ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, At: t0, DueAt: t0})
+		if got := h.claimGated(t0, 10); len(got) != 0 {
+			t.Fatalf("claim while the first waits to be retried = %v, want none", ids(got))
+		}
+		if first, err := h.s.FirstActive(h.ctx, "o", "dev-1"); err != nil || first != dev1[0].ID {
+			t.Errorf("FirstActive = %q, %v; want %s", first, err, dev1[0].ID)
+		}
+		if _, err := h.s.Release(h.ctx, t0, 10); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{dev1[0].ID}) {
+			t.Fatalf("claim after the release = %v, want the first again", ids(got))
+		}
+		h.transition(herald.Transition{ID: dev1[0].ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0})
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{dev1[1].ID}) {
+			t.Fatalf("claim after the first ended = %v, want the second %s", ids(got), dev1[1].ID)
+		}
+		if first, err := h.s.FirstActive(h.ctx, "o", "dev-1"); err != nil || first != dev1[1].ID {
+			t.Errorf("FirstActive = %q, %v; want %s", first, err, dev1[1].ID)
+		}
+	})
+
+	t.Run("Dedup", func(t *testing.T) {
+		h := open(t)
+		first := newMessage("d")
+		first.DedupKey = "hash-1"
+		h.create(first)
+		h.walk(first.ID, at(time.Minute), herald.StatusQueued, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
+		twin := func(tenant string) *herald.Message {
+			m := newMessage("d")
+			m.DedupKey, m.Tenant = "hash-1", tenant
+			return m
+		}
+		stored, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{DedupSince: at(time.Minute)})
+		if errors.Is(err, errors.ErrUnsupported) {
+			t.Skipf("Create with a dedup window: %v", err)
+		}
+		if err != nil || created || stored == nil || stored.ID != first.ID {
+			t.Fatalf("Create of a twin within the window = %v, created %v, %v; want the delivered %s", stored, created, err, first.ID)
+		}
+		if _, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{DedupSince: at(time.Minute + time.Millisecond)}); err != nil || !created {
+			t.Errorf("Create of a twin after the window: created %v, %v; want a new message", created, err)
+		}
+		if _, created, err := h.s.Create(h.ctx, twin("globex"), herald.CreateOptions{DedupSince: t0}); err != nil || !created {
+			t.Errorf("Create of another tenant's twin: created %v, %v; want a new message", created, err)
+		}
+		if _, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{}); err != nil || !created {
+			t.Errorf("Create of a twin with no window: created %v, %v; want a new message", created, err)
+		}
+	})
+
+	t.Run("Circuit", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{
+			"c":     {Circuit: herald.Circuit{Failures: 3, CoolDown: 10 * time.Second}},
+			"plain": {Concurrency: 5},
+		})
+		h.createN("c", "A", 6)
+		h.createN("plain", "A", 1)
+		report := func(when time.Time, failed bool) herald.CircuitChange {
+			t.Helper()
+			ch, err := h.s.ReportCircuit(h.ctx, herald.CircuitReport{Route: "c", Lane: "A", At: when, Failed: failed})
+			if err != nil {
+				t.Fatalf("ReportCircuit: %v", err)
+			}
+			return ch
+		}
+		if ch := report(t0, true); ch.Opened || ch.Failures != 1 {
+			t.Fatalf("first failure: %+v", ch)
+		}
+		if ch := report(t0, false); ch != (herald.CircuitChange{}) {
+			t.Fatalf("a success while closed: %+v, want no change", ch)
+		}
+		report(t0, true)
+		report(t0, true)
+		if ch := report(t0, true); !ch.Opened || ch.Failures != 3 || !sameTime(ch.Until, at(10*time.Second)) {
+			t.Fatalf("third failure in a row: %+v, want opened until t0+10s", ch)
+		}
+		if got := h.claimGated(at(9*time.Second), 10); len(got) != 1 || got[0].Route != "plain" {
+			t.Fatalf("claim while open = %v, want only the other route's message", ids(got))
+		}
+		if l := h.lane("c", "A", ""); l.PauseReason != "circuit_open" || l.Circuit != "open" || !sameTime(l.PausedUntil, at(10*time.Second)) {
+			t.Errorf("Lane while open: %+v", l)
+		}
+		if got := h.claimGated(at(10*time.Second), 10); len(got) != 1 {
+			t.Fatalf("claim after the cool-down took %d, want one probe", len(got))
+		}
+		if got := h.claimGated(at(10*time.Second), 10); len(got) != 0 {
+			t.Fatalf("claim while the probe is out took %d, want none", len(got))
+		}
+		if ch := report(at(11*time.Second), true); !ch.Opened || !sameTime(ch.Until, at(31*time.Second)) {
+			t.Fatalf("failed probe: %+v, want opened again for twice the cool-down, until t0+31s", ch)
+		}
+		if got := h.claimGated(at(30*time.Second), 10); len(got) != 0 {
+			t.Fatalf("claim before the doubled cool-down ends took %d", len(got))
+		}
+		if got := h.claimGated(at(31*time.Second), 10); len(got) != 1 {
+			t.Fatalf("claim after the doubled cool-down took %d, want one probe", len(got))
+		}
+		if ch := report(at(32*time.Second), false); !ch.Closed {
+			t.Fatalf("probe succeeded: %+v, want closed", ch)
+		}
+		if got := h.claimGated(at(32*time.Second), 10); len(got) != 4 {
+			t.Fatalf("claim after the circuit closed took %d, want the 4 left", len(got))
+		}
+		ch, err := h.s.ReportCircuit(h.ctx, herald.CircuitReport{Route: "plain", Lane: "A", At: t0, Failed: true})
+		if err != nil || ch != (herald.CircuitChange{}) {
+			t.Errorf("ReportCircuit on a route without a circuit = %+v, %v; want no change", ch, err)
+		}
+	})
+
 	t.Run("Lanes", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}, "h": {Concurrency: 1}})

@@ -1,31 +1,170 @@
--- claim.lua is Store.Claim. ARGV: now, limit, the default accept timeout,
--- then pairs of route (escaped) and accept timeout. It returns the claimed
--- messages, in claim order, each as {id, s}: its id and the field s as the
--- claim set it. The caller reads the other fields, which a claim does not
--- change, off the script (all but the timeline, which Claim does not
--- return).
-local now, limit, default = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+-- claim.lua is Store.Claim. ARGV: now, limit, gated limit, the default
+-- accept timeout, then pairs of route (escaped) and accept timeout. It
+-- returns the claimed messages, in claim order, each as {id, s}: its id
+-- and the field s as the claim set it. The caller reads the other fields,
+-- which a claim does not change, off the script (all but the timeline,
+-- which Claim does not return).
+local now, limit, gated, default = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local timeouts = {}
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
 	timeouts[ARGV[i]] = tonumber(ARGV[i + 1])
 end
 
--- Make ready the delayed messages now due, up to PROMOTE of them.
+-- Make ready the delayed messages now due, up to PROMOTE of them: those
+-- of gated routes in their lanes.
 local PROMOTE = 1000
 local due = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', now, 'LIMIT', 0, PROMOTE)
 if #due > 0 then
 	local ready = {}
 	for _, id in ipairs(due) do
-		local k = redis.call('HGET', P .. 'm:' .. id, 'k')
-		ready[#ready + 1], ready[#ready + 2] = -num(string.match(k, '^[^|]*|([^|]*)')), id
+		local m = {}
+		m.created, m.prio, m.tenant, m.route, m.lane = keyed(redis.call('HGET', P .. 'm:' .. id, 'k'))
+		local rl = laneof(m)
+		if rl then
+			redis.call('ZREM', P .. 'ld:' .. rl, id)
+			redis.call('ZADD', P .. 'lq:' .. rl, -num(m.prio), id)
+			touched[rl] = now
+		else
+			ready[#ready + 1], ready[#ready + 2] = -num(m.prio), id
+		end
 	end
-	redis.call('ZADD', P .. 'ready', unpack(ready))
+	if #ready > 0 then
+		redis.call('ZADD', P .. 'ready', unpack(ready))
+	end
 	redis.call('ZREM', P .. 'delayed', unpack(due))
+	relane()
+end
+
+local picked = {}
+
+-- Take up to gated messages of gated routes through their lanes, first
+-- waking the parked lanes whose time came, up to WAKE of them. A lane at
+-- the head of lsched gives its next message, if it admits one, and goes
+-- back in its place; it parks when it admits none. A claim looks at no
+-- more than SKIPS lanes that admit nothing, and at no more than LOOK
+-- messages of a lane for one whose tenant has a token.
+local WAKE, SKIPS, LOOK = 1000, 256, 64
+
+-- buckets holds the tenants' buckets that the claim read: R|T -> {key,
+-- tok}, tok the tokens at now.
+local buckets = {}
+
+-- bucket returns the bucket of m's tenant on m's route, whose rule is r.
+local function bucket(r, m)
+	local key = m.route .. '|' .. m.tenant
+	local b = buckets[key]
+	if not b then
+		local v = redis.call('HMGET', P .. 'tb:' .. key, 'tok', 'tat')
+		b = { key = key, tok = tokens(r.tn, r.tper, num(v[1]), num(v[2]), now) }
+		buckets[key] = b
+	end
+	return b
+end
+
+-- take takes message m of lane l for the claim, with a token of its
+-- tenant's bucket b (false when the route has none): m holds a slot of
+-- the lane, and the lane's state records the dispatch.
+local function take(l, m, b)
+	local r, rl = l.rule, l.rl
+	redis.call('ZREM', P .. 'lq:' .. rl, m.id)
+	redis.call('ZADD', P .. 'lin:' .. rl, 0, m.id)
+	local h = {}
+	if r.spacing > 0 then
+		l.next = now + r.spacing
+		h[#h + 1], h[#h + 2] = 'next', l.next
+	end
+	if r.rn > 0 then
+		l.tok, l.tat = tokens(r.rn, r.rper, l.tok, l.tat, now) - 1, now
+		h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'tok', fmt(l.tok), 'tat', now
+	end
+	if #h > 0 then
+		redis.call('HSET', P .. 'lst:' .. rl, unpack(h))
+	end
+	if b then
+		b.tok = b.tok - 1
+		redis.call('HSET', P .. 'tb:' .. b.key, 'tok', fmt(b.tok), 'tat', now)
+	end
+end
+
+-- admit takes for the claim the first message of lane l that the lane
+-- admits at now, and returns it: nil when there is none. head is the
+-- lane's first message, which it takes unless its tenant has no token
+-- (it then looks at the lane's first LOOK messages). It puts the lane in
+-- its place.
+local function admit(l, head)
+	local r, rl = l.rule, l.rl
+	if wake(l, now) > now or (r.conc > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) >= r.conc) then
+		place(l, now)
+		return nil
+	end
+	local later -- the earliest time that a tenant without a token gets one
+	-- admissible returns whether the lane may take message id (m, from
+	-- load) at now, and its tenant's bucket; it drops an id that is not
+	-- QUEUED and due from lq.
+	local function admissible(id, m)
+		if not m or m.st ~= 'QUEUED' then
+			redis.call('ZREM', P .. 'lq:' .. rl, id)
+		elseif num(m.due) > now then -- queued by a clock ahead of this one
+			redis.call('ZREM', P .. 'lq:' .. rl, id)
+			redis.call('ZADD', P .. 'delayed', m.due, id)
+			redis.call('ZADD', P .. 'ld:' .. rl, m.due, id)
+		else
+			local b = r.tn > 0 and bucket(r, m)
+			if not b or b.tok >= 1 then
+				return true, b
+			end
+			later = math.min(later or math.huge, tokenat(r.tn, r.tper, b.tok, now))
+		end
+		return false
+	end
+	local m, ok, b = head, admissible(head.id, head)
+	if not ok then
+		for _, id in ipairs(redis.call('ZRANGE', P .. 'lq:' .. rl, 0, LOOK - 1)) do
+			m = load(id)
+			ok, b = admissible(id, m)
+			if ok then
+				break
+			end
+		end
+	end
+	if not ok then
+		place(l, now, later)
+		return nil
+	end
+	take(l, m, b)
+	place(l, now)
+	return m
+end
+
+if gated > 0 then
+	for _, rl in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lpark', '-inf', now, 'LIMIT', 0, WAKE)) do
+		place(lanestate(rl), now)
+	end
+	local taken, skips = 0, 0
+	while taken < gated and #picked < limit and skips < SKIPS do
+		local top = redis.call('ZRANGE', P .. 'lsched', 0, 0)[1]
+		if not top then
+			break
+		end
+		local head, l, m = load(top), nil, nil
+		if head and laneof(head) then
+			l = lanestate(laneof(head))
+		end
+		if l and l.sch == top then
+			m = admit(l, head)
+		else -- no lane's head: an entry that place never leaves, dropped
+			redis.call('ZREM', P .. 'lsched', top)
+		end
+		if m then
+			picked[#picked + 1], taken = m, taken + 1
+		else
+			skips = skips + 1
+		end
+	end
 end
 
 -- Take the ready messages in order; one not due after all (queued by a
 -- clock ahead of this one) goes to delayed.
-local picked = {}
 while #picked < limit do
 	local popped = redis.call('ZPOPMIN', P .. 'ready', limit - #picked)
 	if #popped == 0 then

@@ -1,7 +1,9 @@
 -- create.lua is Store.Create for a batch of messages, created in order.
 -- ARGV holds, for each message, the number of its arguments and then
 -- them: id, tenant, route (both escaped), created, the sorted set that
--- holds it (ready or delayed) and its score there, expires (0 for none), n,
+-- holds it (ready or delayed; the message of a gated route goes to its
+-- lane's lq instead of ready, to ld as well as delayed) and its score
+-- there, expires (0 for none), n,
 -- the n subscribers to tell about the messages it coalesces, the values of
 -- its hash's fields s, k and b, then the pairs of its other fields that are
 -- set (of which coal, corr and idem name its keys). A create costs Redis
@@ -65,7 +67,7 @@ local function create(o, n)
 		local subs = { unpack(ARGV, o + 8, f - 1) }
 		local ck = P .. 'coal:' .. pr .. '|' .. coal
 		for _, old in ipairs(redis.call('SMEMBERS', ck)) do
-			move(load(old), 'CANCELLED', created, 'coalesced', 0, 0, 0, '', '', false, subs)
+			move(load(old), 'CANCELLED', created, 'coalesced', 0, 0, 0, '', '', '0', subs)
 		end
 		redis.call('SADD', ck, id)
 	end
@@ -78,7 +80,19 @@ local function create(o, n)
 	end
 	zadd(keys.grp, created, id)
 	zadd(keys.ten, '0', id)
-	zadd(P .. ARGV[o + 4], ARGV[o + 5], id)
+	local where, score = ARGV[o + 4], ARGV[o + 5]
+	if not rule(route) then
+		zadd(P .. where, score, id)
+	else
+		local rl = route .. '|' .. string.match(ARGV[f + 1], '[^|]*$')
+		if where == 'ready' then
+			zadd(P .. 'lq:' .. rl, score, id)
+		else
+			zadd(P .. 'delayed', score, id)
+			zadd(P .. 'ld:' .. rl, score, id)
+		end
+		touched[rl] = num(created)
+	end
 	if ARGV[o + 6] ~= '0' then
 		zadd(P .. 'expiry', ARGV[o + 6], id)
 	end
@@ -96,4 +110,5 @@ flush()
 if #newpairs > 0 then
 	redis.call('SADD', P .. 'pairs', unpack(newpairs))
 end
+relane()
 return out

@@ -7,12 +7,14 @@
 -- with it, so every key hashes to the slot of the name in braces: the
 -- store runs on Redis Cluster, within one slot.
 --
--- Keys, after the prefix (T and R: a tenant and a route, escaped):
+-- Keys, after the prefix (T, R and L: a tenant, a route and a lane,
+-- escaped):
 --   m:<id>        hash: the message, fields below
---   ready         zset: QUEUED and due; score -priority, so equal scores go by id
+--   ready         zset: QUEUED and due, of ungated routes; score -priority,
+--                 so equal scores go by id
 --   delayed       zset: QUEUED, due later; score due_at
 --   retry         zset: TO_RETRY; score due_at
---   inflight      zset: in-flight stages with a deadline; score deadline
+--   inflight      zset: in flight; score deadline (+inf when none)
 --   poll          zset: DELIVERED_TO_NS with a poll due; score due_at
 --   expiry        zset: active messages with an ExpiresAt; score expires_at
 --   done          zset: terminal messages; score updated_at
@@ -32,9 +34,31 @@
 --   evdue         zset: live events; score due time
 --   evdead        zset: dead events; score event time
 --
+-- Lanes: a gated route's messages wait in their lane, R|L, not in ready.
+--   adm           hash: R -> the admission of a gated route,
+--                 spacing|concurrency|rate n|rate per|tenant n|tenant per
+--                 (durations in ms, 0 for none)
+--   lq:<R|L>      zset: the lane's QUEUED and due; score -priority, as ready
+--   ld:<R|L>      zset: the lane's QUEUED due later (in delayed too); score
+--                 due_at
+--   lin:<R|L>     zset: the lane's messages in flight, each holding a slot
+--                 of its concurrency; score 0, so by id
+--   lst:<R|L>     hash: the lane's state: next (no dispatch before, by its
+--                 spacing), tok and tat (its bucket's tokens as of tat; no
+--                 tat while never drawn: full), pause and why (paused until,
+--                 for), sch or park (its place, below)
+--   tb:<R|T>      hash: a tenant's bucket on a route: tok and tat, as lst's
+--   ln:<R>        set: the lanes (L) of a gated route that hold messages
+--   lsched        zset: the head (first message of lq) of each lane that
+--                 may admit now; score -priority, so by priority, then id
+--   lpark         zset: the lanes (R|L) that admit nothing before a time;
+--                 score that time
+-- A lane with a head is in lsched or lpark, or else full (as many in
+-- flight as its concurrency), until what frees a slot puts it back.
+--
 -- Message fields: s = status|attempt|lease|seq|updated|due|deadline|expires
--- (what transitions change; seq counts them), k = created|priority|T|R (what
--- they read), t (the timeline after the creation entry, which is derived:
+-- (what transitions change; seq counts them), k = created|priority|T|R|L
+-- (what they read), t (the timeline after the creation entry, which is derived:
 -- the latest TIMELINE entries, each at|from|to|attempt|n|reason with n the
 -- length of reason), x (external id), e (last error), coal, corr and idem
 -- (keys), b (the rest, encoded by codec.go). Escaping turns | into %7C and %
@@ -43,6 +67,11 @@
 -- ARGV is a call's arguments, the name they have in scripts run by EVAL,
 -- and P its key prefix: enter sets both.
 local ARGV, P
+
+-- rules holds the admission of the routes a call has looked up (route ->
+-- rule, or false when not gated), and touched the lanes whose messages it
+-- moved (R|L -> the time it moved them): enter empties both.
+local rules, touched
 
 -- TIMELINE is how many entries field t keeps, the latest.
 local TIMELINE = 99
@@ -63,17 +92,64 @@ local function waiting(st)
 	return st == 'QUEUED' or st == 'TO_RETRY'
 end
 
+-- keyed returns the parts of field k: created, priority, tenant, route
+-- and lane. A message stored before lanes has no lane in k (nil): it is
+-- never gated, a clean cut for the stores of older versions.
+local function keyed(k)
+	local created, prio, tenant, route, lane = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	if not created then
+		created, prio, tenant, route = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	end
+	return created, prio, tenant, route, lane
+end
+
 -- state returns message id, of fields s and k and of x, coal, t, corr and
 -- idem (false or nil when absent), as a table.
 local function state(id, s, k, x, coal, t, corr, idem)
 	local st, attempt, lease, seq, updated, due, deadline, expires =
 		string.match(s, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-	local created, prio, tenant, route = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	local created, prio, tenant, route, lane = keyed(k)
 	return {
 		id = id, st = st, attempt = attempt, lease = lease, seq = seq, updated = updated, due = due,
 		deadline = deadline, expires = expires, created = created, prio = prio, tenant = tenant, route = route,
-		ext = x or '', coal = coal or '', timeline = t or '', corr = corr or '', idem = idem or '',
+		lane = lane, ext = x or '', coal = coal or '', timeline = t or '', corr = corr or '', idem = idem or '',
 	}
+end
+
+-- rule returns the admission of route, from adm, as a table (durations
+-- in ms), or false when the route is not gated.
+local function rule(route)
+	local r = rules[route]
+	if r == nil then
+		r = false
+		local v = redis.call('HGET', P .. 'adm', route)
+		if v then
+			local spacing, conc, rn, rper, tn, tper = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$')
+			r = {
+				spacing = tonumber(spacing), conc = tonumber(conc), rn = tonumber(rn), rper = tonumber(rper),
+				tn = tonumber(tn), tper = tonumber(tper),
+			}
+		end
+		rules[route] = r
+	end
+	return r
+end
+
+-- laneof returns the lane of m, R|L, when its route is gated, nil
+-- otherwise.
+local function laneof(m)
+	if m.lane and rule(m.route) then
+		return m.route .. '|' .. m.lane
+	end
+end
+
+-- touch notes that message m, moved at time at, changed its lane's
+-- messages, when it has one: relane puts the lane in its place.
+local function touch(m, at)
+	local rl = laneof(m)
+	if rl then
+		touched[rl] = num(at)
+	end
 end
 
 -- packed returns the field s of m.
@@ -124,9 +200,10 @@ local function negated(v)
 end
 
 -- zsets returns the sorted sets that hold m, key -> score: its status's,
--- and its group's when it waits. A QUEUED message is in ready when due at
--- now, in delayed otherwise; with now nil (its place unknown) both are
--- listed, score false.
+-- and its group's when it waits. A QUEUED message is in ready (in its
+-- lane's lq, when its route is gated) when due at now, in delayed (and its
+-- lane's ld) otherwise; with now nil (its place unknown) each is listed,
+-- score false. A message in flight holds a slot of its lane: lin.
 -- Scores are m's fields as they are, strings mostly: Redis parses them
 -- either way, and a number would be formatted first.
 local function zsets(m, now)
@@ -136,18 +213,31 @@ local function zsets(m, now)
 		z[P .. 'grp:' .. m.tenant .. '|' .. m.route .. '|' .. st] = m.created
 	end
 	if st == 'QUEUED' then
+		local rl = laneof(m)
 		if now == nil then
-			z[P .. 'ready'], z[P .. 'delayed'] = false, false
+			z[P .. 'delayed'] = false
+			if rl then
+				z[P .. 'lq:' .. rl], z[P .. 'ld:' .. rl] = false, false
+			else
+				z[P .. 'ready'] = false
+			end
 		elseif num(m.due) > now then
 			z[P .. 'delayed'] = m.due
+			if rl then
+				z[P .. 'ld:' .. rl] = m.due
+			end
+		elseif rl then
+			z[P .. 'lq:' .. rl] = negated(m.prio)
 		else
 			z[P .. 'ready'] = negated(m.prio)
 		end
 	elseif st == 'TO_RETRY' then
 		z[P .. 'retry'] = m.due
 	elseif inflight(st) then
-		if num(m.deadline) > 0 then
-			z[P .. 'inflight'] = m.deadline
+		z[P .. 'inflight'] = num(m.deadline) > 0 and m.deadline or '+inf'
+		local rl = laneof(m)
+		if rl then
+			z[P .. 'lin:' .. rl] = '0'
 		end
 		if st == 'DELIVERED_TO_NS' and num(m.due) > 0 then
 			z[P .. 'poll'] = m.due
@@ -294,17 +384,20 @@ end
 
 -- move applies a transition to message m (from load): to, at, reason, due
 -- and deadline (0 clears them), expires, ext and err (kept when 0 or
--- empty), reset (attempts to 0) and subs, the subscribers to notify. When
--- to is m's status, it only updates the fields.
-local function move(m, to, at, reason, due, deadline, expires, ext, err, reset, subs)
+-- empty), attempts ('reset' to 0, 'undo' to take one off, anything else
+-- to keep) and subs, the subscribers to notify. When to is m's status, it
+-- only updates the fields. Its lane, if any, is touched.
+local function move(m, to, at, reason, due, deadline, expires, ext, err, attempts, subs)
 	local id, from = m.id, m.st
 	local bz, bc, bx, bk = zsets(m), coalkey(m), extfield(m), counted(m)
 	m.due, m.deadline = due, deadline
 	if num(expires) ~= 0 then
 		m.expires = expires
 	end
-	if reset then
+	if attempts == 'reset' then
 		m.attempt = 0
+	elseif attempts == 'undo' then
+		m.attempt = math.max(0, m.attempt - 1)
 	end
 	local moved = to ~= from
 	if moved then
@@ -329,6 +422,7 @@ local function move(m, to, at, reason, due, deadline, expires, ext, err, reset, 
 		redis.call('HSET', key, unpack(h))
 	end
 	reindex(id, bz, bc, bx, bk, m, num(at))
+	touch(m, at)
 	if moved then
 		for _, sub in ipairs(subs) do
 			local eid = id .. '.' .. m.seq .. '.' .. sub
@@ -355,6 +449,120 @@ local function delete(m)
 	end
 end
 
+-- Lanes. A gated route's message is claimed through its lane: a claim
+-- takes the lanes of lsched in order, each for a message it admits, and
+-- parks those that admit nothing. A lane leaves lsched when it may admit
+-- nothing for a while (lpark) or at all until something else happens
+-- (empty, its messages due later, full); what happens touches it, and
+-- relane puts it back. Lane state keeps the times of the callers' clocks.
+
+-- fmt formats number v with every digit that a double holds.
+local function fmt(v)
+	return string.format('%.17g', v)
+end
+
+-- lanestate returns the state of lane rl (R|L), from lst, with its route
+-- and the route's rule.
+local function lanestate(rl)
+	local route = string.match(rl, '^[^|]*')
+	local v = redis.call('HMGET', P .. 'lst:' .. rl, 'next', 'tok', 'tat', 'pause', 'sch', 'park')
+	return {
+		rl = rl, route = route, rule = rule(route), next = num(v[1]), tok = num(v[2]), tat = num(v[3]),
+		pause = num(v[4]), sch = v[5] ~= '' and v[5], park = num(v[6]),
+	}
+end
+
+-- tokens returns the tokens at now of a bucket that refills n every per
+-- ms, up to n, and held tok at tat (0: never drawn, so full): Rate.Refill.
+local function tokens(n, per, tok, tat, now)
+	if tat == 0 then
+		return n
+	end
+	if now > tat then
+		tok = tok + (now - tat) * n / per
+	end
+	return math.min(tok, n)
+end
+
+-- tokenat returns when a bucket that refills n every per ms, holding tok
+-- at now, holds a whole token: Rate.NextToken.
+local function tokenat(n, per, tok, now)
+	if tok >= 1 then
+		return now
+	end
+	return now + math.ceil((1 - tok) * per / n)
+end
+
+-- wake returns when lane l, at now, may admit a message next, by its
+-- pause, its spacing and its bucket.
+local function wake(l, now)
+	local r = l.rule
+	local w = math.max(l.pause, l.next)
+	if r.rn > 0 then
+		w = math.max(w, tokenat(r.rn, r.rper, tokens(r.rn, r.rper, l.tok, l.tat, now), now))
+	end
+	return w
+end
+
+-- place puts lane l (from lanestate, of a gated route) in its place at
+-- now: in lsched under its head when it may admit a message, in lpark
+-- until it may (and not before later, when given), in neither when it has
+-- no head or is full. With now nil (unknown), a lane with a head and a
+-- free slot goes in lsched, for a claim to look at. It keeps ln too.
+local function place(l, now, later)
+	local rl, r = l.rl, l.rule
+	local head = redis.call('ZRANGE', P .. 'lq:' .. rl, 0, 0, 'WITHSCORES')
+	local flying = redis.call('ZCARD', P .. 'lin:' .. rl)
+	local sch, park = false, 0
+	if head[1] and (r.conc == 0 or flying < r.conc) then
+		if now then
+			park = math.max(wake(l, now), later or 0)
+		end
+		if now == nil or park <= now then
+			sch, park = head[1], 0
+		end
+	end
+	-- ln holds the lanes with messages: one placed before, that still has a
+	-- head, is in it.
+	if not (head[1] and (l.sch or l.park > 0)) then
+		local lane = string.match(rl, '|(.*)$')
+		if head[1] or flying > 0 or redis.call('ZCARD', P .. 'ld:' .. rl) > 0 then
+			redis.call('SADD', P .. 'ln:' .. l.route, lane)
+		else
+			redis.call('SREM', P .. 'ln:' .. l.route, lane)
+		end
+	end
+	if sch == l.sch and park == l.park then
+		return
+	end
+	if sch ~= l.sch then
+		if l.sch then
+			redis.call('ZREM', P .. 'lsched', l.sch)
+		end
+		if sch then
+			redis.call('ZADD', P .. 'lsched', head[2], sch)
+		end
+	end
+	if park ~= l.park then
+		if park > 0 then
+			redis.call('ZADD', P .. 'lpark', park, rl)
+		else
+			redis.call('ZREM', P .. 'lpark', rl)
+		end
+	end
+	redis.call('HSET', P .. 'lst:' .. rl, 'sch', sch or '', 'park', park)
+	l.sch, l.park = sch, park
+end
+
+-- relane puts each lane that the call touched in its place, at the time
+-- it was touched.
+local function relane()
+	for rl, at in pairs(touched) do
+		place(lanestate(rl), at)
+	end
+	touched = {}
+end
+
 -- batch runs op(o, n) for each of the calls in ARGV, which holds for each
 -- the number n of its arguments and then them, from ARGV[o]. It returns the
 -- replies of op in order; a call that fails gets the error's text, as
@@ -379,4 +587,5 @@ end
 local function enter(keys, args)
 	ARGV, P = args, keys[1]
 	zpend, cpend = nil, nil
+	rules, touched = {}, {}
 end

@@ -4,6 +4,7 @@ local now = ARGV[1]
 local ids = redis.call('ZRANGEBYSCORE', P .. 'retry', '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 for _, id in ipairs(ids) do
 	local m = load(id)
-	move(m, 'QUEUED', now, '', m.due, 0, 0, '', '', false, {})
+	move(m, 'QUEUED', now, '', m.due, 0, 0, '', '', '0', {})
 end
+relane()
 return #ids

@@ -1,9 +1,10 @@
 -- transition.lua is Store.Transition for a batch of transitions, applied in
 -- order. ARGV holds, for each, the number of its arguments and then them:
 -- id, from, to, lease (0 for any), at, due, deadline, expires, external id,
--- last error, reset (1 to reset attempts), reason, then the subscribers to
--- notify. The reply has, for each, 0 when applied, 1 when there is no such
--- message, 2 on a conflict, or {'ERR', text} (see batch).
+-- last error, attempts (reset, undo or 0: see move), reason, the pause of
+-- the message's lane (until|reason, or 0 for none), then the subscribers
+-- to notify. The reply has, for each, 0 when applied, 1 when there is no
+-- such message, 2 on a conflict, or {'ERR', text} (see batch).
 local function transition(o, n)
 	local m = load(ARGV[o])
 	if not m then
@@ -14,11 +15,17 @@ local function transition(o, n)
 		return 2
 	end
 	move(m, ARGV[o + 2], ARGV[o + 4], ARGV[o + 11], ARGV[o + 5], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8],
-		ARGV[o + 9], ARGV[o + 10] == '1', { unpack(ARGV, o + 12, o + n - 1) })
+		ARGV[o + 9], ARGV[o + 10], { unpack(ARGV, o + 13, o + n - 1) })
+	local rl = ARGV[o + 12] ~= '0' and laneof(m)
+	if rl then
+		local til, why = string.match(ARGV[o + 12], '^(%d+)|(.*)$')
+		redis.call('HSET', P .. 'lst:' .. rl, 'pause', til, 'why', why)
+	end
 	return 0
 end
 
-deferz() -- no transition reads the sorted sets
+deferz() -- no transition reads the sorted sets; relane reads them after
 local out = batch(transition)
 flushz()
+relane()
 return out

@@ -1,0 +1,135 @@
+-- admission.lua is Store.SetAdmission. ARGV: pairs of a gated route
+-- (escaped) and its admission, as adm keeps it. When they are the rules
+-- kept already, it changes nothing and returns 0. Otherwise it keeps them
+-- and returns 1, having moved the waiting messages of the routes gated or
+-- ungated since, counted the lanes' messages in flight afresh from the
+-- messages (which repairs a slot that leaked), and put every lane in its
+-- place. That costs a call in proportion to the messages it moves and to
+-- the messages in flight.
+local want, n = {}, 0
+for i = 1, #ARGV, 2 do
+	want[ARGV[i]], n = ARGV[i + 1], n + 1
+end
+local have = redis.call('HGETALL', P .. 'adm')
+local same = #have == 2 * n
+for i = 1, #have, 2 do
+	same = same and want[have[i]] == have[i + 1]
+end
+if same then
+	return 0
+end
+
+-- PAGE is how many ids a step reads of a sorted set it walks.
+local PAGE = 1000
+
+-- routetenants returns the tenants that have messages of route.
+local function routetenants(route)
+	local out = {}
+	for _, pr in ipairs(redis.call('SMEMBERS', P .. 'pairs')) do
+		local tenant, r = string.match(pr, '^([^|]*)|(.*)$')
+		if r == route then
+			out[#out + 1] = tenant
+		end
+	end
+	return out
+end
+
+-- ungate gives the messages of route's lanes back to the ungated indexes
+-- (the due ones to ready; those due later are in delayed already), and
+-- deletes the lanes and the tenants' buckets.
+local function ungate(route)
+	for _, lane in ipairs(redis.call('SMEMBERS', P .. 'ln:' .. route)) do
+		local rl = route .. '|' .. lane
+		local lq = P .. 'lq:' .. rl
+		while true do
+			local page = redis.call('ZRANGE', lq, 0, PAGE - 1, 'WITHSCORES')
+			if #page == 0 then
+				break
+			end
+			local ids, add = {}, {}
+			for i = 1, #page, 2 do
+				ids[#ids + 1], add[#add + 1], add[#add + 2] = page[i], page[i + 1], page[i]
+			end
+			redis.call('ZADD', P .. 'ready', unpack(add))
+			redis.call('ZREM', lq, unpack(ids))
+		end
+		local sch = redis.call('HGET', P .. 'lst:' .. rl, 'sch')
+		if sch and sch ~= '' then
+			redis.call('ZREM', P .. 'lsched', sch)
+		end
+		redis.call('ZREM', P .. 'lpark', rl)
+		redis.call('DEL', P .. 'ld:' .. rl, P .. 'lin:' .. rl, P .. 'lst:' .. rl)
+	end
+	redis.call('DEL', P .. 'ln:' .. route)
+	for _, tenant in ipairs(routetenants(route)) do
+		redis.call('DEL', P .. 'tb:' .. route .. '|' .. tenant)
+	end
+end
+
+-- lanes collects the lanes to put in their place: R|L -> true.
+local lanes = {}
+
+-- gate moves the QUEUED messages of route into their lanes: the due ones
+-- from ready to lq, those due later to ld too.
+local function gate(route)
+	for _, tenant in ipairs(routetenants(route)) do
+		local grp = P .. 'grp:' .. tenant .. '|' .. route .. '|QUEUED'
+		for from = 0, redis.call('ZCARD', grp) - 1, PAGE do
+			for _, id in ipairs(redis.call('ZRANGE', grp, from, from + PAGE - 1)) do
+				local m = load(id)
+				local rl = laneof(m)
+				if rl then
+					if redis.call('ZSCORE', P .. 'delayed', id) then
+						redis.call('ZADD', P .. 'ld:' .. rl, m.due, id)
+					else
+						redis.call('ZREM', P .. 'ready', id)
+						redis.call('ZADD', P .. 'lq:' .. rl, negated(m.prio), id)
+					end
+					lanes[rl] = true
+				end
+			end
+		end
+	end
+end
+
+local was = {}
+for i = 1, #have, 2 do
+	was[have[i]] = true
+	if not want[have[i]] then
+		ungate(have[i])
+	end
+end
+redis.call('DEL', P .. 'adm')
+if n > 0 then
+	redis.call('HSET', P .. 'adm', unpack(ARGV))
+end
+for route in pairs(want) do
+	if not was[route] then
+		gate(route)
+	end
+end
+
+-- Count the messages in flight afresh: empty the lanes' lin, then walk
+-- inflight, which holds every message in flight.
+for route in pairs(want) do
+	for _, lane in ipairs(redis.call('SMEMBERS', P .. 'ln:' .. route)) do
+		local rl = route .. '|' .. lane
+		redis.call('DEL', P .. 'lin:' .. rl)
+		lanes[rl] = true
+	end
+end
+local inflight = P .. 'inflight'
+for from = 0, redis.call('ZCARD', inflight) - 1, PAGE do
+	for _, id in ipairs(redis.call('ZRANGE', inflight, from, from + PAGE - 1)) do
+		local rl = laneof(load(id))
+		if rl then
+			redis.call('ZADD', P .. 'lin:' .. rl, 0, id)
+			lanes[rl] = true
+		end
+	end
+end
+
+for rl in pairs(lanes) do
+	place(lanestate(rl), nil)
+end
+return 1
