@@ -92,7 +92,7 @@ func (s *Store) readClaimed(ctx context.Context, claims []claimedRow, lease int6
 // claim gets; claim returns it.
 func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 	lease := tx.nextLease()
-	picked, err := tx.pickGated(c)
+	picked, lanes, err := tx.pickGated(c)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -103,6 +103,9 @@ func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 			return nil, 0, err
 		}
 		if claims, err = tx.claimWith(c, lease, true, string(idsJSON)); err != nil {
+			return nil, 0, err
+		}
+		if err := tx.claimedFrom(lanes); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -124,32 +124,33 @@ type laneRow struct {
 // (spacing, pause, an empty bucket) are parked until then, so that the
 // next claims skip them; full lanes are out of lanes_ready until a slot
 // frees. It updates the lanes' spacing and buckets, and the tenants'.
-func (tx *wtx) pickGated(c herald.Claim) ([]string, error) {
+func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 	limit := min(c.GatedLimit, c.Limit)
 	if limit <= 0 || len(tx.rules) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	now := unixms.From(c.Now)
 	if _, err := tx.st.unparkLanes.Exec(now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var (
 		picked           []string
+		lanes            []laneTaken
 		tenants          = map[[2]string]*tenantBucket{}
 		afterPrio, after = int64(noCap), ""
 	)
 	for scanned := 0; len(picked) < limit && scanned < maxLaneScan; {
-		page := min(lanePage, limit-len(picked)+8) // a few more, for the lanes that admit nothing
-		rows, err := tx.st.readyLanes.Query(afterPrio, after, page)
-		lanes, err := collect(rows, err, func(sc rowScanner) (laneRow, error) {
+		want := min(lanePage, limit-len(picked)+8) // a few more, for the lanes that admit nothing
+		rows, err := tx.st.readyLanes.Query(afterPrio, after, want)
+		page, err := collect(rows, err, func(sc rowScanner) (laneRow, error) {
 			var l laneRow
 			err := sc.Scan(&l.route, &l.lane, &l.headPrio, &l.headID, &l.inflight, &l.nextAt, &l.tokens, &l.tokensAt, &l.pausedUntil, &l.circuit, &l.cool)
 			return l, err
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, l := range lanes {
+		for _, l := range page {
 			scanned++
 			afterPrio, after = l.headPrio, l.headID
 			a, ok := tx.rules[l.route]
@@ -158,24 +159,45 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, error) {
 			}
 			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), tenants)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			if len(took) > 0 {
+				lanes = append(lanes, laneTaken{l.route, l.lane, len(took)})
 			}
 			if picked = append(picked, took...); len(picked) >= limit {
 				break
 			}
 		}
-		if len(lanes) < page {
+		if len(page) < want {
 			break
 		}
 	}
 	for key, b := range tenants {
 		if b.drawn {
 			if _, err := tx.st.saveTenantBucket.Exec(key[0], key[1], b.tokens, now); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return picked, nil
+	return picked, lanes, nil
+}
+
+// laneTaken is how many messages a claim took from a lane.
+type laneTaken struct {
+	route, lane string
+	n           int
+}
+
+// claimedFrom records in each lane what a claim took from it: its slots
+// and its new first message. (The lanes_update trigger leaves claims to
+// this, which does once per lane what it would do once per message.)
+func (tx *wtx) claimedFrom(lanes []laneTaken) error {
+	for _, l := range lanes {
+		if _, err := tx.st.laneClaimed.Exec(l.route, l.lane, l.n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // admitLane takes up to room messages of lane l at now, as a allows, and

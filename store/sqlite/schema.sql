@@ -159,9 +159,11 @@ BEGIN
 END;
 
 -- A gated message that changes status: it may become the lane's head, stop
--- being it, take a slot or give one back.
+-- being it, take a slot or give one back. A claim (QUEUED to SENT_TO_NS,
+-- which only claims make) records what it took in each lane itself, once
+-- per lane (claimedFrom in lanes.go).
 CREATE TRIGGER IF NOT EXISTS lanes_update AFTER UPDATE OF status ON messages
-WHEN new.gated = 1 AND old.status != new.status
+WHEN new.gated = 1 AND old.status != new.status AND NOT (old.status = 'QUEUED' AND new.status = 'SENT_TO_NS')
 BEGIN
 	INSERT INTO lanes (route, lane, head_prio, head_id, cap)
 		SELECT new.route, new.lane, new.priority, new.id,

@@ -22,7 +22,7 @@ type writeStmts struct {
 
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeOrdered   *sql.Stmt
-	parkLane, laneDispatched, laneProbe                  *sql.Stmt
+	parkLane, laneDispatched, laneProbe, laneClaimed     *sql.Stmt
 	laneCircuit, circuitOpen, circuitClose, circuitCount *sql.Stmt
 	pauseLane, tenantBucket, saveTenantBucket            *sql.Stmt
 
@@ -130,6 +130,14 @@ func (st *writeStmts) defs() []stmtDef {
 						AND o.route = m.route AND o.target = m.target AND o.id < m.id)
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		{&st.parkLane, `UPDATE lanes SET ready_at = ?3 WHERE route = ?1 AND lane = ?2`},
+		{&st.laneClaimed, `UPDATE lanes SET inflight = inflight + ?3,
+				head_id = COALESCE((SELECT id FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2
+					ORDER BY priority DESC, id LIMIT 1), ''),
+				head_prio = COALESCE((SELECT priority FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2
+					ORDER BY priority DESC, id LIMIT 1), 0)
+			WHERE route = ?1 AND lane = ?2`},
 		{&st.laneDispatched, `UPDATE lanes SET next_at = ?3, tokens = ?4, tokens_at = ?5, ready_at = ?6
 			WHERE route = ?1 AND lane = ?2`},
 		{&st.laneProbe, `UPDATE lanes SET circuit = 'probing', paused_until = ?3, pause_reason = 'circuit_probe',
