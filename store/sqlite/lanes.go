@@ -211,7 +211,9 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	if l.pausedUntil > nowMS {
 		park = l.pausedUntil
 	}
-	probe := l.circuit != "" // the cool-down is over (or a probe never answered): one probe goes
+	// The cool-down is over (or a probe never answered): one probe goes,
+	// while the route still has a circuit.
+	probe := l.circuit != "" && a.Circuit.Failures > 0
 	if probe {
 		n = min(n, 1)
 	}
