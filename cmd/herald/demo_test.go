@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/config"
 )
 
@@ -32,18 +33,31 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 	}
 }
 
-func TestServeRefusesFlowControlItDoesNotEnforce(t *testing.T) {
+// TestServeKeepsFlowControlOnRedis builds routes for the Redis store with
+// every flow control, a webhook route's default circuit included: Redis
+// keeps them all, as SQLite does.
+func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 	f, err := loadConfig("")
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Store = "redis://127.0.0.1:1/0"
+	routes, err := buildRoutes(f)
+	if err != nil {
+		t.Fatalf("buildRoutes on Redis: %v", err)
+	}
+	def := config.DefaultWebhookCircuit
+	if got, want := routes[0].Policy.Admission.Circuit, (herald.Circuit{Failures: def.Failures, CoolDown: def.CoolDown.D()}); got != want {
+		t.Errorf("webhook route's circuit on Redis = %+v, want the default %+v", got, want)
+	}
 	f.Routes[0].Ordered = true
 	f.Routes[0].DedupTTL = config.Duration(time.Hour)
-	if _, err := buildRoutes(f); err != nil {
-		t.Fatalf("buildRoutes with ordered and dedup_ttl on SQLite: %v", err)
+	f.Routes[0].Circuit = &config.Circuit{Failures: 3, CoolDown: config.Duration(time.Second)}
+	if routes, err = buildRoutes(f); err != nil {
+		t.Fatalf("buildRoutes with ordered, dedup_ttl and circuit on Redis: %v", err)
 	}
-	f.Store = "redis://127.0.0.1:1/0"
-	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), "dedup_ttl (1h0m0s, from the route or its profile): not supported on the Redis store") {
-		t.Fatalf("buildRoutes with dedup_ttl on Redis: %v, want a clear refusal", err)
+	p := routes[0].Policy
+	if !p.Admission.Ordered || p.DedupTTL != time.Hour || p.Admission.Circuit != (herald.Circuit{Failures: 3, CoolDown: time.Second}) {
+		t.Errorf("policy on Redis: ordered %v, dedup_ttl %v, circuit %+v; want them as configured", p.Admission.Ordered, p.DedupTTL, p.Admission.Circuit)
 	}
 }

@@ -171,9 +171,6 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
 		}
-		if err := unsupportedFlowControl(f, rc, &policy); err != nil {
-			return nil, fmt.Errorf("route %q: %w", rc.Name, err)
-		}
 		var c herald.Carrier
 		switch rc.Carrier {
 		case config.CarrierWebhook:
@@ -193,25 +190,6 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 		routes = append(routes, herald.Route{Name: rc.Name, Carrier: c, Policy: policy, Lane: rc.Lane, PermanentErrors: rc.PermanentErrors})
 	}
 	return routes, nil
-}
-
-// unsupportedFlowControl refuses the flow-control settings that the
-// configured store does not keep yet, rather than ignoring them: the Redis
-// store has no content-hash dedup and no circuit breaker yet (a webhook
-// route's default circuit is left off there).
-func unsupportedFlowControl(f *config.File, rc config.Route, p *herald.Policy) error {
-	spec, err := f.StoreSpec()
-	if err != nil || spec.Kind != config.StoreRedis {
-		return err
-	}
-	if p.DedupTTL > 0 {
-		return fmt.Errorf("dedup_ttl (%s, from the route or its profile): not supported on the Redis store yet; set dedup_ttl: 0 to run", p.DedupTTL)
-	}
-	if rc.Circuit != nil && rc.Circuit.Failures > 0 {
-		return errors.New("circuit: not supported on the Redis store yet; remove it to run")
-	}
-	p.Admission.Circuit = herald.Circuit{}
-	return nil
 }
 
 // buildSubscribers makes the outcome subscribers from the config.

@@ -15,8 +15,10 @@ import (
 // A message is a hash of these fields (see lua/lib.lua):
 //
 //	s     status|attempt|lease|seq|updated|due|deadline|expires
-//	k     created|priority|tenant|route|lane (the names escaped; a message
-//	      stored before lanes has no lane in k, and is never gated)
+//	k     created|priority|tenant|route|lane|target|dedup key (escaped; a
+//	      message stored before lanes has no lane in k, and is never gated,
+//	      and one stored before targets has neither target nor dedup key,
+//	      and is never held back by order nor found by dedup)
 //	t     the timeline after the creation entry: see decodeEntry
 //	b     the fields no script reads: see appendBody
 //	x, e  external id, last error
@@ -28,7 +30,7 @@ import (
 // then the field/value pairs of its other fields that are set. It encodes
 // the values into buf, which it returns too, and which args then point into.
 func hashFields(args []any, buf []byte, m *herald.Message) ([]any, []byte) {
-	buf = slices.Grow(buf[:0], 160+len(m.ID)+len(m.Target)+len(m.Lane)+len(m.Text)+len(m.Payload))
+	buf = slices.Grow(buf[:0], 160+len(m.ID)+2*len(m.Target)+len(m.Lane)+len(m.DedupKey)+len(m.Text)+len(m.Payload))
 	buf = append(buf, m.Status...)
 	for _, n := range []int64{int64(m.Attempt), m.Lease, 0, unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt)} {
 		buf = strconv.AppendInt(append(buf, '|'), n, 10)
@@ -38,6 +40,8 @@ func hashFields(args []any, buf []byte, m *herald.Message) ([]any, []byte) {
 	buf = strconv.AppendInt(append(buf, '|'), int64(m.Priority), 10)
 	buf = append(append(append(append(buf, '|'), esc(m.Tenant)...), '|'), esc(m.Route)...)
 	buf = append(append(buf, '|'), esc(m.Lane)...)
+	buf = append(append(buf, '|'), esc(m.Target)...)
+	buf = append(append(buf, '|'), esc(m.DedupKey)...)
 	k := len(buf)
 	buf = appendBody(buf, m)
 	args = append(args, buf[:s], buf[s:k], buf[k:])
@@ -124,7 +128,7 @@ var decodedFields = []string{"s", "k", "b", "x", "e", "coal", "corr", "idem"}
 func decode(h map[string]string) (*herald.Message, int, error) {
 	s := strings.Split(h["s"], "|")
 	k := strings.Split(h["k"], "|")
-	if len(s) != 8 || (len(k) != 4 && len(k) != 5) {
+	if len(s) != 8 || (len(k) != 4 && len(k) != 5 && len(k) != 7) {
 		return nil, 0, fmt.Errorf("malformed message: s=%q k=%q", h["s"], h["k"])
 	}
 	var nums [8]int64
@@ -140,6 +144,9 @@ func decode(h map[string]string) (*herald.Message, int, error) {
 		DueAt: unixms.Time(nums[3]), Deadline: unixms.Time(nums[4]), ExpiresAt: unixms.Time(nums[5]), CreatedAt: unixms.Time(nums[6]),
 		Priority: int(nums[7]), Tenant: unesc(k[2]), Route: unesc(k[3]),
 		ExternalID: h["x"], LastError: h["e"], CoalesceKey: h["coal"], CorrelationID: h["corr"], IdempotencyKey: h["idem"],
+	}
+	if len(k) == 7 {
+		m.DedupKey = unesc(k[6])
 	}
 	r := &body{b: h["b"]}
 	m.ID, m.Target, m.Lane, m.Text = r.string(), r.string(), r.string(), r.string()

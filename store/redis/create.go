@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -12,21 +11,15 @@ import (
 
 // createArgs is how many arguments a create has at most, besides the
 // subscribers to tell about the messages it coalesces: 8, the hash's
-// fields s, k and b, and the pairs of coal, corr, idem, x and e.
-const createArgs = 8 + 3 + 2*5
-
-// errNoDedup refuses content-hash dedup, which this store does not keep
-// yet (cmd/herald refuses dedup_ttl on Redis).
-var errNoDedup = fmt.Errorf("redis store: content-hash dedup (dedup_ttl): %w", errors.ErrUnsupported)
+// fields s, k and b, the pairs of coal, corr, idem, x and e, and the
+// dedup window's.
+const createArgs = 8 + 3 + 2*5 + 2
 
 // Create stores m as QUEUED with its creation entry, unless its idempotency
-// key names a message already stored, and cancels the waiting messages it
-// coalesces, in one script (which may create other messages too: see
-// batcher).
+// key names a message already stored, or its dedup key one delivered since
+// opt.DedupSince, and cancels the waiting messages it coalesces, in one
+// script (which may create other messages too: see batcher).
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
-	if m.DedupKey != "" && !opt.DedupSince.IsZero() {
-		return nil, false, errNoDedup
-	}
 	msg := herald.AsCreated(m)
 	enc := newEncoding()
 	args := slices.Grow(enc.args, createArgs+len(opt.CoalesceNotify))
@@ -42,6 +35,9 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 		args = append(args, sub)
 	}
 	enc.args, enc.buf = hashFields(args, enc.buf, &msg)
+	if msg.DedupKey != "" && !opt.DedupSince.IsZero() {
+		enc.args = append(enc.args, "since", unixms.From(opt.DedupSince))
+	}
 	res, err := s.creates.do(ctx, enc)
 	if err != nil {
 		return nil, false, wrap(ctx, "create", err)

@@ -3,7 +3,6 @@ package redis
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,15 +19,16 @@ import (
 // in ready, and a claim takes them through the lanes that admit one (see
 // lua/lib.lua and lua/claim.lua). Each lane keeps its queue, the ids it
 // has in flight, and its state (next dispatch under its spacing, its
-// bucket, its pause) in keys of its own, which the scripts that move its
-// messages update in the same call. The rules live in the store too, in
-// adm, so that every node and every script sees the same ones.
+// bucket, its pause, its circuit) in keys of its own, which the scripts
+// that move its messages update in the same call. The rules live in the
+// store too, in adm, so that every node and every script sees the same
+// ones. The active messages of an ordered route are indexed by target as
+// well (tgt), so that a claim sees whether an older message of the target
+// holds one back, whatever its lane.
 
 // SetAdmission keeps rules as the gated routes' admission, and applies
 // them to the messages stored: see lua/admission.lua. Rules equal to
-// those kept cost one round trip and change nothing. It refuses ordered
-// routes and circuit breakers, which this store does not keep yet (see
-// FirstActive and ReportCircuit).
+// those kept cost one round trip and change nothing.
 func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admission) error {
 	args := make([]any, 0, 2*len(rules))
 	for _, route := range slices.Sorted(maps.Keys(rules)) {
@@ -36,14 +36,25 @@ func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admiss
 		if err := a.Validate(); err != nil {
 			return fmt.Errorf("redis set admission: route %q: %w", route, err)
 		}
-		if a.Ordered || a.Circuit != (herald.Circuit{}) {
-			return fmt.Errorf("redis set admission: route %q: ordered routes and circuit breakers: %w", route, errors.ErrUnsupported)
-		}
-		args = append(args, esc(route), fmt.Sprintf("%d|%d|%d|%d|%d|%d",
-			ms(a.Spacing), a.Concurrency, a.Rate.N, ms(a.Rate.Per), a.TenantRate.N, ms(a.TenantRate.Per)))
+		args = append(args, esc(route), admission(a))
 	}
 	_, err := s.eval(ctx, admissionScript, args...)
 	return wrap(ctx, "set admission", err)
+}
+
+// admission returns a as adm keeps it (see lua/lib.lua): its limits, then,
+// when it orders its lanes or has a circuit, those; a rule without them
+// stays as the versions before wrote it.
+func admission(a herald.Admission) string {
+	v := fmt.Sprintf("%d|%d|%d|%d|%d|%d", ms(a.Spacing), a.Concurrency, a.Rate.N, ms(a.Rate.Per), a.TenantRate.N, ms(a.TenantRate.Per))
+	if a.Ordered || a.Circuit.Failures > 0 {
+		ordered := 0
+		if a.Ordered {
+			ordered = 1
+		}
+		v += fmt.Sprintf("|%d|%d|%d", ordered, a.Circuit.Failures, ms(a.Circuit.CoolDown))
+	}
+	return v
 }
 
 // ms returns d in milliseconds, the store's precision, rounded up: a
@@ -117,7 +128,7 @@ func (s *Store) laneStates(ctx context.Context, lanes []herald.LaneState, tenant
 			rl, c := esc(l.Route)+"|"+esc(l.Lane), &cmds[i]
 			c.lq, c.ld = p.ZCard(ctx, s.key("lq:"+rl)), p.ZCard(ctx, s.key("ld:"+rl))
 			c.lin = p.ZRange(ctx, s.key("lin:"+rl), 0, -1)
-			c.st = p.HMGet(ctx, s.key("lst:"+rl), "next", "tok", "tat", "pause", "why")
+			c.st = p.HMGet(ctx, s.key("lst:"+rl), "next", "tok", "tat", "pause", "why", "circ", "fails")
 			if tenant != nil {
 				c.tb = p.HMGet(ctx, s.key("tb:"+esc(l.Route)+"|"+esc(*tenant)), "tok", "tat")
 			}
@@ -132,6 +143,8 @@ func (s *Store) laneStates(ctx context.Context, lanes []herald.LaneState, tenant
 		l.Queued, l.InFlight = int(c.lq.Val()+c.ld.Val()), c.lin.Val()
 		l.NextAt, l.Tokens, l.TokensAt = msField(st[0]), floatField(st[1]), msField(st[2])
 		l.PausedUntil, l.PauseReason = msField(st[3]), str(st[4])
+		l.Circuit = str(st[5])
+		l.Failures, _ = strconv.Atoi(str(st[6]))
 		if c.tb != nil {
 			tb := c.tb.Val()
 			l.TenantTokens, l.TenantTokensAt = floatField(tb[0]), msField(tb[1])

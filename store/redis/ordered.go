@@ -1,13 +1,15 @@
 package redis
 
-import (
-	"context"
-	"errors"
-	"fmt"
-)
+import "context"
 
-// FirstActive is not kept by this store yet: ordered routes are refused on
-// Redis (see cmd/herald's buildRoutes).
+// FirstActive returns the oldest message of route and target that is not
+// terminal, or "": the first of the target's tgt, which holds the active
+// messages of ordered routes only (see lua/lib.lua), so "" on another
+// route.
 func (s *Store) FirstActive(ctx context.Context, route, target string) (string, error) {
-	return "", fmt.Errorf("redis store: ordered routes: %w", errors.ErrUnsupported)
+	ids, err := s.client.ZRange(ctx, s.key("tgt:"+esc(route)+"|"+esc(target)), 0, 0).Result()
+	if err != nil || len(ids) == 0 {
+		return "", wrap(ctx, "first active", err)
+	}
+	return ids[0], nil
 }

@@ -23,7 +23,8 @@ var everyMethod = []storeCall{
 	{"Create", func(ctx context.Context, s *Store) error {
 		m := message("m-" + time.Now().Format("150405.000000000"))
 		m.IdempotencyKey, m.CoalesceKey, m.CorrelationID, m.ExpiresAt = "idem", "coal", "corr", t0.Add(time.Hour)
-		_, _, err := s.Create(ctx, m, herald.CreateOptions{CoalesceNotify: []string{"hook"}})
+		m.DedupKey = "hash"
+		_, _, err := s.Create(ctx, m, herald.CreateOptions{CoalesceNotify: []string{"hook"}, DedupSince: t0})
 		return err
 	}},
 	{"Get", func(ctx context.Context, s *Store) error { _, err := s.Get(ctx, "m1"); return err }},
@@ -38,7 +39,8 @@ var everyMethod = []storeCall{
 	}},
 	{"SetAdmission", func(ctx context.Context, s *Store) error {
 		return s.SetAdmission(ctx, map[string]herald.Admission{"r1": {Spacing: time.Second, Concurrency: 2,
-			Rate: herald.Rate{N: 5, Per: time.Second}, TenantRate: herald.Rate{N: 5, Per: time.Second}}})
+			Rate: herald.Rate{N: 5, Per: time.Second}, TenantRate: herald.Rate{N: 5, Per: time.Second}, Ordered: true,
+			Circuit: herald.Circuit{Failures: 1, CoolDown: time.Second}}})
 	}},
 	{"ClaimGated", func(ctx context.Context, s *Store) error {
 		_, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 2, GatedLimit: 2, DefaultAccept: time.Second})
@@ -46,6 +48,11 @@ var everyMethod = []storeCall{
 	}},
 	{"Lane", func(ctx context.Context, s *Store) error { _, err := s.Lane(ctx, "r1", "", "acme"); return err }},
 	{"Lanes", func(ctx context.Context, s *Store) error { _, err := s.Lanes(ctx, "", 10); return err }},
+	{"FirstActive", func(ctx context.Context, s *Store) error { _, err := s.FirstActive(ctx, "r1", "device-1"); return err }},
+	{"ReportCircuit", func(ctx context.Context, s *Store) error {
+		_, err := s.ReportCircuit(ctx, herald.CircuitReport{Route: "r1", At: t0, Failed: true})
+		return err
+	}},
 	{"Transition", func(ctx context.Context, s *Store) error {
 		return s.Transition(ctx, herald.Transition{ID: "m2", From: herald.StatusSentToNS, To: herald.StatusDeliveredToNS,
 			At: t0, ExternalID: "ext-2", DueAt: t0.Add(time.Second), Deadline: t0.Add(time.Minute), Notify: []string{"hook"}})

@@ -40,6 +40,7 @@ var (
 	claimEventsScript = function("claim_events")
 	settleEventScript = function("settle_event")
 	admissionScript   = function("admission")
+	circuitScript     = function("circuit")
 )
 
 // script is a function of the library, by the name the server knows it by.

@@ -3,9 +3,10 @@
 -- kept already, it changes nothing and returns 0. Otherwise it keeps them
 -- and returns 1, having moved the waiting messages of the routes gated or
 -- ungated since, counted the lanes' messages in flight afresh from the
--- messages (which repairs a slot that leaked), and put every lane in its
--- place. That costs a call in proportion to the messages it moves and to
--- the messages in flight.
+-- messages (which repairs a slot that leaked), indexed afresh by target
+-- the active messages of the routes ordered before or now, and put every
+-- lane in its place. That costs a call in proportion to the messages it
+-- moves and indexes, and to the messages in flight.
 local want, n = {}, 0
 for i = 1, #ARGV, 2 do
 	want[ARGV[i]], n = ARGV[i + 1], n + 1
@@ -92,9 +93,19 @@ local function gate(route)
 	end
 end
 
+-- reorder holds the routes ordered before or now, whose active messages
+-- are indexed afresh by target.
+local reorder = {}
+for route, v in pairs(want) do
+	reorder[route] = parserule(v).ordered or nil
+end
+
 local was = {}
 for i = 1, #have, 2 do
 	was[have[i]] = true
+	if parserule(have[i + 1]).ordered then
+		reorder[have[i]] = true
+	end
 	if not want[have[i]] then
 		ungate(have[i])
 	end
@@ -106,6 +117,41 @@ end
 for route in pairs(want) do
 	if not was[route] then
 		gate(route)
+	end
+end
+
+-- cleared holds the tgt keys emptied so far.
+local cleared = {}
+
+-- retarget indexes active message m afresh by its target, when its route
+-- is in reorder: its target's key is emptied when first met, and m goes
+-- in when its route is ordered now.
+local function retarget(m)
+	if not (reorder[m.route] and m.target) then
+		return
+	end
+	local key = P .. 'tgt:' .. m.route .. '|' .. m.target
+	if not cleared[key] then
+		redis.call('DEL', key)
+		cleared[key] = true
+	end
+	if ordkey(m) then
+		redis.call('ZADD', key, 0, m.id)
+	end
+end
+
+-- Index the waiting messages of the routes in reorder by target; those in
+-- flight come next.
+for route in pairs(reorder) do
+	for _, tenant in ipairs(routetenants(route)) do
+		for _, st in ipairs({ 'QUEUED', 'TO_RETRY' }) do
+			local grp = P .. 'grp:' .. tenant .. '|' .. route .. '|' .. st
+			for from = 0, redis.call('ZCARD', grp) - 1, PAGE do
+				for _, id in ipairs(redis.call('ZRANGE', grp, from, from + PAGE - 1)) do
+					retarget(load(id))
+				end
+			end
+		end
 	end
 end
 
@@ -121,11 +167,13 @@ end
 local inflight = P .. 'inflight'
 for from = 0, redis.call('ZCARD', inflight) - 1, PAGE do
 	for _, id in ipairs(redis.call('ZRANGE', inflight, from, from + PAGE - 1)) do
-		local rl = laneof(load(id))
+		local m = load(id)
+		local rl = laneof(m)
 		if rl then
 			redis.call('ZADD', P .. 'lin:' .. rl, 0, id)
 			lanes[rl] = true
 		end
+		retarget(m)
 	end
 end
 

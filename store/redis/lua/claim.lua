@@ -42,7 +42,11 @@ local picked = {}
 -- the head of lsched gives its next message, if it admits one, and goes
 -- back in its place; it parks when it admits none. A claim looks at no
 -- more than SKIPS lanes that admit nothing, and at no more than LOOK
--- messages of a lane for one whose tenant has a token.
+-- messages of a lane for one that may go: whose tenant has a token and,
+-- on an ordered route, whose target has no older active message. A lane
+-- whose first LOOK messages all wait for their targets' turn is held (see
+-- place) until a message of one of those targets ends: a message behind
+-- them waits too, even if its own target is free, until the lane moves on.
 local WAKE, SKIPS, LOOK = 1000, 256, 64
 
 -- buckets holds the tenants' buckets that the claim read: R|T -> {key,
@@ -61,9 +65,19 @@ local function bucket(r, m)
 	return b
 end
 
+-- behind reports whether m, of an ordered route, waits for an older
+-- active message of its target.
+local function behind(m)
+	local key = P .. 'tgt:' .. m.route .. '|' .. m.target
+	return redis.call('ZRANGEBYLEX', key, '-', '(' .. m.id, 'LIMIT', 0, 1)[1] ~= nil
+end
+
 -- take takes message m of lane l for the claim, with a token of its
 -- tenant's bucket b (false when the route has none): m holds a slot of
--- the lane, and the lane's state records the dispatch.
+-- the lane, and the lane's state records the dispatch. When the lane's
+-- circuit is open (its cool-down over) or probing (a probe that never
+-- answered), m is the probe: the lane pauses for the cool-down, until its
+-- answer.
 local function take(l, m, b)
 	local r, rl = l.rule, l.rl
 	redis.call('ZREM', P .. 'lq:' .. rl, m.id)
@@ -77,6 +91,11 @@ local function take(l, m, b)
 		l.tok, l.tat = tokens(r.rn, r.rper, l.tok, l.tat, now) - 1, now
 		h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'tok', fmt(l.tok), 'tat', now
 	end
+	if r.cfail > 0 and l.circ ~= '' then
+		l.circ, l.pause = 'probing', now + l.cool
+		h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'circ', 'probing', 'pause', l.pause
+		h[#h + 1], h[#h + 2] = 'why', 'circuit_probe'
+	end
 	if #h > 0 then
 		redis.call('HSET', P .. 'lst:' .. rl, unpack(h))
 	end
@@ -88,9 +107,9 @@ end
 
 -- admit takes for the claim the first message of lane l that the lane
 -- admits at now, and returns it: nil when there is none. head is the
--- lane's first message, which it takes unless its tenant has no token
--- (it then looks at the lane's first LOOK messages). It puts the lane in
--- its place.
+-- lane's first message, which it takes unless its tenant has no token or
+-- it waits for its target's turn (it then looks at the lane's first LOOK
+-- messages). It puts the lane in its place.
 local function admit(l, head)
 	local r, rl = l.rule, l.rl
 	if wake(l, now) > now or (r.conc > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) >= r.conc) then
@@ -98,6 +117,7 @@ local function admit(l, head)
 		return nil
 	end
 	local later -- the earliest time that a tenant without a token gets one
+	local held = false -- a message waits for its target's turn
 	-- admissible returns whether the lane may take message id (m, from
 	-- load) at now, and its tenant's bucket; it drops an id that is not
 	-- QUEUED and due from lq.
@@ -108,6 +128,8 @@ local function admit(l, head)
 			redis.call('ZREM', P .. 'lq:' .. rl, id)
 			redis.call('ZADD', P .. 'delayed', m.due, id)
 			redis.call('ZADD', P .. 'ld:' .. rl, m.due, id)
+		elseif r.ordered and m.target and behind(m) then
+			held = true
 		else
 			local b = r.tn > 0 and bucket(r, m)
 			if not b or b.tok >= 1 then
@@ -120,15 +142,19 @@ local function admit(l, head)
 	local m, ok, b = head, admissible(head.id, head)
 	if not ok then
 		for _, id in ipairs(redis.call('ZRANGE', P .. 'lq:' .. rl, 0, LOOK - 1)) do
-			m = load(id)
-			ok, b = admissible(id, m)
-			if ok then
-				break
+			if id ~= head.id then
+				m = load(id)
+				ok, b = admissible(id, m)
+				if ok then
+					break
+				end
 			end
 		end
 	end
 	if not ok then
-		place(l, now, later)
+		-- A tenant's token comes by itself; a target's turn when a message
+		-- of the target ends, which touches the lane (see relane).
+		place(l, now, later, held and not later)
 		return nil
 	end
 	take(l, m, b)

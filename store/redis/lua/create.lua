@@ -6,14 +6,16 @@
 -- there, expires (0 for none), n,
 -- the n subscribers to tell about the messages it coalesces, the values of
 -- its hash's fields s, k and b, then the pairs of its other fields that are
--- set (of which coal, corr and idem name its keys). A create costs Redis
--- about a thousand instructions an argument, so the common case takes
--- few; and numbers stay strings, as Lua would parse them and format them
--- again.
+-- set (of which coal, corr and idem name its keys), and last, when its
+-- dedup key (in k) has a window, the pair since and the window's start
+-- (which is not a field). A create costs Redis about a thousand
+-- instructions an argument, so the common case takes few; and numbers
+-- stay strings, as Lua would parse them and format them again.
 -- The reply has, for each message, 1 when it was stored, 0 when its id is
--- taken, the HGETALL of the earlier message of its idempotency key, or
--- {'ERR', text} (see batch). (A table costs Redis thousands of
--- instructions to reply, a number next to nothing.)
+-- taken, the HGETALL of the earlier message of its idempotency key or of
+-- the latest delivered in the window of its dedup key, or {'ERR', text}
+-- (see batch). (A table costs Redis thousands of instructions to reply, a
+-- number next to nothing.)
 
 -- The new messages' sorted-set entries go in together, one command per key
 -- (zadds is key -> {score, id, ...}), and so do their pairs.
@@ -40,8 +42,9 @@ local function create(o, n)
 		nsubs = tonumber(ARGV[o + 7])
 	end
 	local f = o + 8 + nsubs -- field s
-	local idem, coal, corr
-	for i = f + 3, o + n - 1, 2 do
+	local last = o + n - 1 -- the last argument of the hash's fields
+	local idem, coal, corr, since
+	for i = f + 3, last, 2 do
 		local name = ARGV[i]
 		if name == 'idem' then
 			idem = ARGV[i + 1]
@@ -49,11 +52,20 @@ local function create(o, n)
 			coal = ARGV[i + 1]
 		elseif name == 'corr' then
 			corr = ARGV[i + 1]
+		elseif name == 'since' then
+			since, last = ARGV[i + 1], i - 1
 		end
 	end
 	local pr = tenant .. '|' .. route
 	if idem then
 		local prev = redis.call('HGET', P .. 'idem', pr .. '|' .. idem)
+		if prev then
+			return redis.call('HGETALL', P .. 'm:' .. prev)
+		end
+	end
+	if since then
+		local dd = select(7, keyed(ARGV[f + 1]))
+		local prev = redis.call('ZRANGE', P .. 'dd:' .. pr .. '|' .. dd, '+inf', since, 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
 		if prev then
 			return redis.call('HGETALL', P .. 'm:' .. prev)
 		end
@@ -71,7 +83,7 @@ local function create(o, n)
 		end
 		redis.call('SADD', ck, id)
 	end
-	redis.call('HSET', key, 's', ARGV[f], 'k', ARGV[f + 1], 'b', ARGV[f + 2], unpack(ARGV, f + 3, o + n - 1))
+	redis.call('HSET', key, 's', ARGV[f], 'k', ARGV[f + 1], 'b', ARGV[f + 2], unpack(ARGV, f + 3, last))
 	local keys = pairkeys[pr]
 	if not keys then
 		keys = { grp = P .. 'grp:' .. pr .. '|QUEUED', ten = P .. 'ten:' .. tenant }
@@ -81,15 +93,20 @@ local function create(o, n)
 	zadd(keys.grp, created, id)
 	zadd(keys.ten, '0', id)
 	local where, score = ARGV[o + 4], ARGV[o + 5]
-	if not rule(route) then
+	local r = rule(route)
+	if not r then
 		zadd(P .. where, score, id)
 	else
-		local rl = route .. '|' .. string.match(ARGV[f + 1], '[^|]*$')
+		local _, _, _, _, lane, target = keyed(ARGV[f + 1])
+		local rl = route .. '|' .. lane
 		if where == 'ready' then
 			zadd(P .. 'lq:' .. rl, score, id)
 		else
 			zadd(P .. 'delayed', score, id)
 			zadd(P .. 'ld:' .. rl, score, id)
+		end
+		if r.ordered then
+			zadd(P .. 'tgt:' .. route .. '|' .. target, '0', id)
 		end
 		touched[rl] = num(created)
 	end

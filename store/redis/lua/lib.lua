@@ -28,6 +28,8 @@
 --   pairs         set: the T|R of every grp: key
 --   idem          hash: T|R|idempotency key -> id
 --   coal:<T|R|K>  set: the waiting ids of a coalesce key
+--   dd:<T|R|K>    zset: the DELIVERY_SUCCESSFUL ids of a dedup key (K, the
+--                 content hash); score updated_at, so the latest last
 --   ext           hash: R|external id -> id of an active message
 --   lease         counter of the claims' leases
 --   ev:<id>       hash: an outbox event
@@ -36,8 +38,11 @@
 --
 -- Lanes: a gated route's messages wait in their lane, R|L, not in ready.
 --   adm           hash: R -> the admission of a gated route,
---                 spacing|concurrency|rate n|rate per|tenant n|tenant per
---                 (durations in ms, 0 for none)
+--                 spacing|concurrency|rate n|rate per|tenant n|tenant per,
+--                 then, when the route is ordered or has a circuit,
+--                 |ordered (1 or 0)|circuit failures|circuit cool-down
+--                 (durations in ms, 0 for none; the versions before knew
+--                 the first six only)
 --   lq:<R|L>      zset: the lane's QUEUED and due; score -priority, as ready
 --   ld:<R|L>      zset: the lane's QUEUED due later (in delayed too); score
 --                 due_at
@@ -46,32 +51,42 @@
 --   lst:<R|L>     hash: the lane's state: next (no dispatch before, by its
 --                 spacing), tok and tat (its bucket's tokens as of tat; no
 --                 tat while never drawn: full), pause and why (paused until,
---                 for), sch or park (its place, below)
+--                 for), sch or park (its place, below), and its circuit:
+--                 fails (transient failures in a row), circ ('' closed,
+--                 open or probing) and cool (the cool-down, ms)
 --   tb:<R|T>      hash: a tenant's bucket on a route: tok and tat, as lst's
 --   ln:<R>        set: the lanes (L) of a gated route that hold messages
 --   lsched        zset: the head (first message of lq) of each lane that
 --                 may admit now; score -priority, so by priority, then id
 --   lpark         zset: the lanes (R|L) that admit nothing before a time;
 --                 score that time
+--   tgt:<R|G>     zset: the active messages of an ordered route's target G
+--                 (escaped); score 0, so by id: the first holds the others
+--                 back
 -- A lane with a head is in lsched or lpark, or else full (as many in
--- flight as its concurrency), until what frees a slot puts it back.
+-- flight as its concurrency) or held (its first messages wait for their
+-- targets' turn), until what frees a slot, or ends a message of one of
+-- those targets, puts it back.
 --
 -- Message fields: s = status|attempt|lease|seq|updated|due|deadline|expires
--- (what transitions change; seq counts them), k = created|priority|T|R|L
--- (what they read), t (the timeline after the creation entry, which is derived:
--- the latest TIMELINE entries, each at|from|to|attempt|n|reason with n the
--- length of reason), x (external id), e (last error), coal, corr and idem
--- (keys), b (the rest, encoded by codec.go). Escaping turns | into %7C and %
--- into %25. Times are unix milliseconds, 0 for none.
+-- (what transitions change; seq counts them), k = created|priority|T|R|L|G|
+-- D (what they read; G the target, D the dedup key, escaped), t (the
+-- timeline after the creation entry, which is derived: the latest TIMELINE
+-- entries, each at|from|to|attempt|n|reason with n the length of reason),
+-- x (external id), e (last error), coal, corr and idem (keys), b (the
+-- rest, encoded by codec.go). Escaping turns | into %7C and % into %25.
+-- Times are unix milliseconds, 0 for none.
 
 -- ARGV is a call's arguments, the name they have in scripts run by EVAL,
 -- and P its key prefix: enter sets both.
 local ARGV, P
 
 -- rules holds the admission of the routes a call has looked up (route ->
--- rule, or false when not gated), and touched the lanes whose messages it
--- moved (R|L -> the time it moved them): enter empties both.
-local rules, touched
+-- rule, or false when not gated), touched the lanes whose messages it
+-- moved (R|L -> the time it moved them), and ended the targets of ordered
+-- routes whose messages it ended (tgt key -> the time it ended them):
+-- enter empties them.
+local rules, touched, ended
 
 -- TIMELINE is how many entries field t keeps, the latest.
 local TIMELINE = 99
@@ -92,15 +107,21 @@ local function waiting(st)
 	return st == 'QUEUED' or st == 'TO_RETRY'
 end
 
--- keyed returns the parts of field k: created, priority, tenant, route
--- and lane. A message stored before lanes has no lane in k (nil): it is
--- never gated, a clean cut for the stores of older versions.
+-- keyed returns the parts of field k: created, priority, tenant, route,
+-- lane, target and dedup key. A message stored before lanes has no lane in
+-- k (nil): it is never gated; one stored before targets has neither target
+-- nor dedup key (nil): it is never held back by order, nor found by dedup.
+-- Clean cuts for the stores of older versions.
 local function keyed(k)
-	local created, prio, tenant, route, lane = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	local created, prio, tenant, route, lane, target, dedup =
+		string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	if not created then
+		created, prio, tenant, route, lane = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	end
 	if not created then
 		created, prio, tenant, route = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
 	end
-	return created, prio, tenant, route, lane
+	return created, prio, tenant, route, lane, target, dedup
 end
 
 -- state returns message id, of fields s and k and of x, coal, t, corr and
@@ -108,27 +129,35 @@ end
 local function state(id, s, k, x, coal, t, corr, idem)
 	local st, attempt, lease, seq, updated, due, deadline, expires =
 		string.match(s, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-	local created, prio, tenant, route, lane = keyed(k)
+	local created, prio, tenant, route, lane, target, dedup = keyed(k)
 	return {
 		id = id, st = st, attempt = attempt, lease = lease, seq = seq, updated = updated, due = due,
 		deadline = deadline, expires = expires, created = created, prio = prio, tenant = tenant, route = route,
-		lane = lane, ext = x or '', coal = coal or '', timeline = t or '', corr = corr or '', idem = idem or '',
+		lane = lane, target = target, dedup = dedup or '', ext = x or '', coal = coal or '', timeline = t or '',
+		corr = corr or '', idem = idem or '',
 	}
 end
 
--- rule returns the admission of route, from adm, as a table (durations
--- in ms), or false when the route is not gated.
+-- parserule returns the admission v, as adm keeps it, as a table
+-- (durations in ms).
+local function parserule(v)
+	local spacing, conc, rn, rper, tn, tper, rest = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)(.*)$')
+	local ordered, cfail, ccool = string.match(rest, '^|([01])|(%d+)|(%d+)$')
+	return {
+		spacing = tonumber(spacing), conc = tonumber(conc), rn = tonumber(rn), rper = tonumber(rper),
+		tn = tonumber(tn), tper = tonumber(tper), ordered = ordered == '1', cfail = num(cfail), ccool = num(ccool),
+	}
+end
+
+-- rule returns the admission of route, from adm, as a table (see
+-- parserule), or false when the route is not gated.
 local function rule(route)
 	local r = rules[route]
 	if r == nil then
 		r = false
 		local v = redis.call('HGET', P .. 'adm', route)
 		if v then
-			local spacing, conc, rn, rper, tn, tper = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)$')
-			r = {
-				spacing = tonumber(spacing), conc = tonumber(conc), rn = tonumber(rn), rper = tonumber(rper),
-				tn = tonumber(tn), tper = tonumber(tper),
-			}
+			r = parserule(v)
 		end
 		rules[route] = r
 	end
@@ -149,6 +178,18 @@ local function touch(m, at)
 	local rl = laneof(m)
 	if rl then
 		touched[rl] = num(at)
+	end
+end
+
+-- ordkey returns the key of m's target, tgt:, when m is active and its
+-- route ordered, nil otherwise (and for a message stored without its
+-- target).
+local function ordkey(m)
+	if m.target and active(m.st) then
+		local r = rule(m.route)
+		if r and r.ordered then
+			return P .. 'tgt:' .. m.route .. '|' .. m.target
+		end
 	end
 end
 
@@ -203,7 +244,9 @@ end
 -- and its group's when it waits. A QUEUED message is in ready (in its
 -- lane's lq, when its route is gated) when due at now, in delayed (and its
 -- lane's ld) otherwise; with now nil (its place unknown) each is listed,
--- score false. A message in flight holds a slot of its lane: lin.
+-- score false. A message in flight holds a slot of its lane: lin. An
+-- active message of an ordered route is in its target's tgt; a delivered
+-- one with a dedup key in the key's dd.
 -- Scores are m's fields as they are, strings mostly: Redis parses them
 -- either way, and a number would be formatted first.
 local function zsets(m, now)
@@ -246,10 +289,16 @@ local function zsets(m, now)
 		z[P .. 'done'] = m.updated
 		if st == 'DELIVERY_FAILED' then
 			z[P .. 'failed'] = '0'
+		elseif st == 'DELIVERY_SUCCESSFUL' and m.dedup ~= '' then
+			z[P .. 'dd:' .. pair(m) .. '|' .. m.dedup] = m.updated
 		end
 	end
 	if num(m.expires) > 0 and active(st) then
 		z[P .. 'expiry'] = m.expires
+	end
+	local tgt = ordkey(m)
+	if tgt then
+		z[tgt] = '0'
 	end
 	return z
 end
@@ -386,10 +435,15 @@ end
 -- and deadline (0 clears them), expires, ext and err (kept when 0 or
 -- empty), attempts ('reset' to 0, 'undo' to take one off, anything else
 -- to keep) and subs, the subscribers to notify. When to is m's status, it
--- only updates the fields. Its lane, if any, is touched.
+-- only updates the fields. Its lane, if any, is touched; so is, when m
+-- ends, the lane of its target's next message (see relane).
 local function move(m, to, at, reason, due, deadline, expires, ext, err, attempts, subs)
 	local id, from = m.id, m.st
 	local bz, bc, bx, bk = zsets(m), coalkey(m), extfield(m), counted(m)
+	local tgt = not active(to) and ordkey(m)
+	if tgt then
+		ended[tgt] = num(at)
+	end
 	m.due, m.deadline = due, deadline
 	if num(expires) ~= 0 then
 		m.expires = expires
@@ -465,10 +519,10 @@ end
 -- and the route's rule.
 local function lanestate(rl)
 	local route = string.match(rl, '^[^|]*')
-	local v = redis.call('HMGET', P .. 'lst:' .. rl, 'next', 'tok', 'tat', 'pause', 'sch', 'park')
+	local v = redis.call('HMGET', P .. 'lst:' .. rl, 'next', 'tok', 'tat', 'pause', 'sch', 'park', 'circ', 'cool')
 	return {
 		rl = rl, route = route, rule = rule(route), next = num(v[1]), tok = num(v[2]), tat = num(v[3]),
-		pause = num(v[4]), sch = v[5] ~= '' and v[5], park = num(v[6]),
+		pause = num(v[4]), sch = v[5] ~= '' and v[5], park = num(v[6]), circ = v[7] or '', cool = num(v[8]),
 	}
 end
 
@@ -507,14 +561,15 @@ end
 -- place puts lane l (from lanestate, of a gated route) in its place at
 -- now: in lsched under its head when it may admit a message, in lpark
 -- until it may (and not before later, when given), in neither when it has
--- no head or is full. With now nil (unknown), a lane with a head and a
--- free slot goes in lsched, for a claim to look at. It keeps ln too.
-local function place(l, now, later)
+-- no head, is full or is held (its first messages wait for their targets'
+-- turn: a claim found so). With now nil (unknown), a lane with a head and
+-- a free slot goes in lsched, for a claim to look at. It keeps ln too.
+local function place(l, now, later, held)
 	local rl, r = l.rl, l.rule
 	local head = redis.call('ZRANGE', P .. 'lq:' .. rl, 0, 0, 'WITHSCORES')
 	local flying = redis.call('ZCARD', P .. 'lin:' .. rl)
 	local sch, park = false, 0
-	if head[1] and (r.conc == 0 or flying < r.conc) then
+	if head[1] and not held and (r.conc == 0 or flying < r.conc) then
 		if now then
 			park = math.max(wake(l, now), later or 0)
 		end
@@ -555,8 +610,18 @@ local function place(l, now, later)
 end
 
 -- relane puts each lane that the call touched in its place, at the time
--- it was touched.
+-- it was touched, and first touches, for each target of an ordered route
+-- whose message the call ended, the lane of its next message: a lane held
+-- by it may admit again, even a lane that the call did not change.
 local function relane()
+	for tgt, at in pairs(ended) do
+		local next = redis.call('ZRANGE', tgt, 0, 0)[1]
+		local m = next and load(next)
+		if m and m.st == 'QUEUED' then
+			touch(m, at)
+		end
+	end
+	ended = {}
 	for rl, at in pairs(touched) do
 		place(lanestate(rl), at)
 	end
@@ -587,5 +652,5 @@ end
 local function enter(keys, args)
 	ARGV, P = args, keys[1]
 	zpend, cpend = nil, nil
-	rules, touched = {}, {}
+	rules, touched, ended = {}, {}, {}
 end
