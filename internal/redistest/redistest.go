@@ -31,8 +31,11 @@ type config struct {
 	cluster bool
 }
 
-// AOF turns on the append-only file (appendonly yes), so that what the
-// server acknowledged survives Restart. The default is no persistence.
+// AOF turns on the append-only file with an fsync per write (appendonly
+// yes, appendfsync always), so that what the server acknowledged survives
+// Restart, which kills it. (With Redis's default, everysec, a write waiting
+// behind a slow background fsync is acknowledged before it reaches the file,
+// and a kill loses it.) The default is no persistence.
 func AOF() Option { return func(c *config) { c.aof = true } }
 
 // Cluster runs the server in cluster mode as a one-node cluster that owns
@@ -124,7 +127,7 @@ func (s *Server) args() []string {
 	}
 	args := []string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", "", "--appendonly", aof, "--daemonize", "no", "--protected-mode", "yes",
+		"--save", "", "--appendonly", aof, "--appendfsync", "always", "--daemonize", "no", "--protected-mode", "yes",
 	}
 	if s.cfg.cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(s.dir, "nodes.conf"))
