@@ -58,15 +58,11 @@ func (e *Engine) heldByCircuit(m *Message) bool {
 		delete(e.openCircuits, key)
 		return false
 	}
-	e.sends.Add(1)
-	go func() {
-		defer func() {
-			<-e.pending
-			e.sends.Done()
-		}()
+	e.spawn(func() {
+		defer func() { <-e.pending }()
 		e.recordResult(e.sendCtx, m, Transition{From: StatusSentToNS, To: StatusToRetry, Lease: m.Lease, At: now,
 			DueAt: until, Reason: "circuit_open", LastError: "the lane's circuit is open", UndoAttempt: true})
-	}()
+	})
 	return true
 }
 
@@ -92,9 +88,7 @@ func (e *Engine) laneEvent(typ, route, lane string, ch CircuitChange) {
 		ev.Lane.Until = utcPtr(ch.Until)
 	}
 	for _, sub := range e.subscribers {
-		e.sends.Add(1)
-		go func() {
-			defer e.sends.Done()
+		e.spawn(func() {
 			for try := 1; try <= laneEventTries; try++ {
 				ctx, cancel := context.WithTimeout(e.sendCtx, 10*time.Second)
 				err := sub.Sink.Deliver(ctx, ev)
@@ -103,10 +97,10 @@ func (e *Engine) laneEvent(typ, route, lane string, ch CircuitChange) {
 					return
 				}
 				e.problem("event_retry", "deliver lane event", "subscriber", sub.Name, "type", typ, "err", err)
-				if !sleep(e.sendCtx, backoff(try)) {
+				if !e.sleep(e.sendCtx, backoff(try)) {
 					return
 				}
 			}
-		}()
+		})
 	}
 }

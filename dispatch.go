@@ -12,18 +12,22 @@ import (
 // up, and claims in the background whenever the buffer runs low (see
 // claimWant), up to maxClaims claims at once: sends go on while a claim
 // waits for its commit. It sleeps when nothing is due until woken by a new
-// message, a finished send or the poll interval.
+// message, a finished send or the poll interval (on the engine's clock).
+// A claim that finds nothing lets it sleep only when nothing woke it since
+// the claim began: what woke it may have become due after the claim looked.
 func (e *Engine) dispatchLoop(ctx context.Context) {
-	ticker := time.NewTicker(e.cfg.PollInterval)
-	defer ticker.Stop()
+	poll := e.newAlarm(e.cfg.PollInterval)
+	defer func() { poll.stop() }()
 	claims := make(chan claimed, maxClaims)
 	claiming, idle := 0, false
+	wakes := 0 // wake-ups taken so far
 	failures := 0
 	e.setDispatching(true)
 	defer e.setDispatching(false)
 	defer func() { // the claims running end first: the store may close once the loop returns
 		for range claiming {
 			<-claims
+			e.busy.Add(-1)
 		}
 	}()
 	for {
@@ -38,33 +42,44 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 
 		if limit > 0 {
 			claiming++
-			go func() { claims <- e.claimAhead(ctx, limit) }()
+			e.busy.Add(1) // handed back with the result
+			since := wakes
+			go func() {
+				c := e.claimAhead(ctx, limit)
+				c.since = since
+				claims <- c
+			}()
 		}
 		release := false
+		e.park()
 		select {
 		case <-ctx.Done():
+			e.unpark()
 			return
 		case c := <-claims:
 			claiming--
 			if c.err != nil {
 				failures++
 				e.problem("store_error", "dispatch: claim", "err", c.err)
-				if !sleep(ctx, backoff(failures)) {
+				if !e.sleep(ctx, backoff(failures)) {
 					return
 				}
 				continue
 			}
 			failures = 0
-			idle = c.n == 0
+			idle = c.n == 0 && c.since == wakes
 		case <-e.wake:
 			idle = false
+			wakes++
 		case <-e.retryPending:
 			release = true
-		case <-ticker.C:
+		case <-poll.c:
+			poll = e.newAlarm(e.cfg.PollInterval)
 			release = true
 		}
 		if release {
 			idle = false
+			wakes++
 			if _, err := e.store.Release(ctx, e.clock.Now(), 1000); err != nil && ctx.Err() == nil {
 				e.problem("store_error", "dispatch: release retries", "err", err)
 			}
@@ -88,8 +103,9 @@ func backoff(n int) time.Duration {
 
 // claimed is what a background claim reports to the dispatcher.
 type claimed struct {
-	n   int // messages claimed
-	err error
+	n     int // messages claimed
+	err   error
+	since int // the dispatcher's wake-ups taken when the claim began
 }
 
 // claimAhead claims up to limit messages into the prefetched buffer.
@@ -126,25 +142,6 @@ func (e *Engine) claimWant() int {
 // maxClaims bounds the claims running at once: while one waits for its
 // commit, the next is applied.
 const maxClaims = 2
-
-// dispatchRound is one synchronous round of the dispatcher, for Tick: it
-// fills the free send slots, claiming what they need, and returns how many
-// sends it started.
-func (e *Engine) dispatchRound(ctx context.Context) (int, error) {
-	e.dispatchMu.Lock()
-	defer e.dispatchMu.Unlock()
-	started := e.startPrefetched()
-	limit := min(e.cfg.ClaimBatch-len(e.prefetched), cap(e.pending)-len(e.pending))
-	if limit <= 0 {
-		return started, nil
-	}
-	msgs, err := e.claimMessages(ctx, limit)
-	if err != nil {
-		return started, err
-	}
-	e.prefetch(msgs)
-	return started + e.startPrefetched(), nil
-}
 
 // prefetch adds claimed messages to the prefetched buffer: those of routes
 // whose lanes are limited over time (Admission.Timed) at its front, since
@@ -249,12 +246,10 @@ func (e *Engine) stale(m *Message) bool {
 // frees from the prefetched buffer. The caller holds dispatchMu.
 func (e *Engine) startSend(m *Message) {
 	e.slots <- struct{}{}
-	e.sends.Add(1)
-	go func() {
+	e.spawn(func() {
 		defer func() {
 			<-e.pending
 			e.nudge(e.wake) // the claim window may have been full
-			e.sends.Done()
 		}()
 		t, ok, failed := e.send(m)
 		e.dispatchMu.Lock()
@@ -268,7 +263,7 @@ func (e *Engine) startSend(m *Message) {
 			e.recordResult(e.sendCtx, m, t)
 			e.reportCircuit(e.sendCtx, m, failed)
 		}
-	}()
+	})
 }
 
 // send hands a claimed message to its carrier and returns the transition
@@ -369,7 +364,7 @@ func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) {
 		if errors.Is(err, ErrConflict) {
 			e.problem("stale_completion", "late result refused: the message moved on", "id", m.ID, "from", t.From, "to", t.To, "lease", m.Lease)
 		}
-		if !errors.Is(err, ErrStoreUnavailable) || try == resultRetries || !sleep(ctx, backoff(try)) {
+		if !errors.Is(err, ErrStoreUnavailable) || try == resultRetries || !e.sleep(ctx, backoff(try)) {
 			return
 		}
 	}

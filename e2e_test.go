@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,12 +24,36 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// rig is an engine on a fresh SQLite store with a fake clock, driven by Tick.
+// rig is an engine on a fresh SQLite store with a fake clock. A test
+// starts its loops, moves the clock and waits for the engine to settle
+// (Engine.Idle) before it checks what the loops did; the loops are stopped
+// when the test ends.
+//
+// The loops poll and reap every millisecond of the fake clock, so that each
+// move of the clock releases, claims, reaps and delivers what is due at the
+// time it moves to, as the tests' timelines expect; a test that wants the
+// engine's default intervals sets them back.
 type rig struct {
 	t     *testing.T
 	clock *clock.Fake
 	store *sqlite.Store
 	eng   *herald.Engine
+}
+
+// patience bounds, in real time, every wait for the engine.
+const patience = 10 * time.Second
+
+// eventually polls cond every millisecond until it holds, and fails the
+// test if it does not within the given real time.
+func eventually(t testing.TB, cond func() bool, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", within)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func newRig(t *testing.T, routes []herald.Route, subs ...herald.Subscriber) *rig {
@@ -46,22 +71,52 @@ func newRigWith(t *testing.T, adjust func(*herald.Config), routes []herald.Route
 	fc := clock.NewFake(t0)
 	cfg := herald.Config{
 		Store: st, Routes: routes, Subscribers: subs, Clock: fc,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Random: func() float64 { return 0 },
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Random:       func() float64 { return 0 },
+		PollInterval: time.Millisecond,
+		ReapInterval: time.Millisecond,
 	}
 	adjust(&cfg)
 	eng, err := herald.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, clock: fc, store: st, eng: eng}
+	r := &rig{t: t, clock: fc, store: st, eng: eng}
+	t.Cleanup(r.stop) // before the store closes
+	return r
 }
 
-func (r *rig) tick() {
+// start starts the engine's loops on the fake clock.
+func (r *rig) start() {
 	r.t.Helper()
-	if err := r.eng.Tick(context.Background()); err != nil {
+	if err := r.eng.Start(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}
+}
+
+// stop stops the engine's loops, if they run.
+func (r *rig) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := r.eng.Stop(ctx); err != nil {
+		r.t.Errorf("stop: %v", err)
+	}
+}
+
+// settle waits until the engine is idle: it has done all it would, and
+// does nothing more until the clock moves or the test calls it.
+func (r *rig) settle() {
+	r.t.Helper()
+	eventually(r.t, r.eng.Idle, patience)
+}
+
+// advance moves the clock by d once the engine is idle, so that every loop
+// wakes at the time it asked for, and waits until the engine is idle again.
+func (r *rig) advance(d time.Duration) {
+	r.t.Helper()
+	r.settle()
+	r.clock.Advance(d)
+	r.settle()
 }
 
 func (r *rig) send(req herald.SendRequest) *herald.Message {
@@ -121,21 +176,20 @@ func TestWebhookFailsThreeTimesThenSucceeds(t *testing.T) {
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	r := newRig(t, []herald.Route{webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)})
+	r.start()
 
 	m := r.send(herald.SendRequest{Route: "hooks", Text: "hello"})
-	r.tick()
+	r.settle()
 	got := r.get(m.ID)
 	if got.Status != herald.StatusToRetry || !got.DueAt.Equal(t0.Add(5*time.Second)) {
 		t.Fatalf("after first failure: %s due %v, want TO_RETRY due +5s", got.Status, got.DueAt)
 	}
-	r.clock.Advance(4999 * time.Millisecond)
-	r.tick()
+	r.advance(4999 * time.Millisecond)
 	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Attempt != 1 {
 		t.Fatalf("retried before its backoff: %s attempt %d", got.Status, got.Attempt)
 	}
 	for _, wait := range []time.Duration{time.Millisecond, 25 * time.Second, 2 * time.Minute} {
-		r.clock.Advance(wait)
-		r.tick()
+		r.advance(wait)
 	}
 	got = r.get(m.ID)
 	if got.Status != herald.StatusDeliverySuccessful || got.Attempt != 4 {
@@ -163,8 +217,9 @@ func TestWebhook400FailsAfterOneAttempt(t *testing.T) {
 	}))
 	defer srv.Close()
 	r := newRig(t, []herald.Route{webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)})
+	r.start()
 	m := r.send(herald.SendRequest{Route: "hooks", Text: "hello"})
-	r.tick()
+	r.settle()
 	got := r.get(m.ID)
 	if got.Status != herald.StatusDeliveryFailed || got.Attempt != 1 {
 		t.Fatalf("got %s after %d attempts, want DELIVERY_FAILED after 1", got.Status, got.Attempt)
@@ -181,13 +236,13 @@ func TestExpiresWhileWaitingToRetry(t *testing.T) {
 	}))
 	defer srv.Close()
 	r := newRig(t, []herald.Route{webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)})
+	r.start()
 	m := r.send(herald.SendRequest{Route: "hooks", Text: "hello", ExpiresAt: t0.Add(3 * time.Second)})
-	r.tick()
+	r.settle()
 	if got := r.get(m.ID); got.Status != herald.StatusToRetry {
 		t.Fatalf("got %s, want TO_RETRY", got.Status)
 	}
-	r.clock.Advance(3 * time.Second)
-	r.tick()
+	r.advance(3 * time.Second)
 	got := r.get(m.ID)
 	if got.Status != herald.StatusDeliveryFailed {
 		t.Fatalf("got %s, want DELIVERY_FAILED", got.Status)
@@ -225,16 +280,16 @@ func TestLoRaWANGivesUpAfterTwelveAttempts(t *testing.T) {
 	c := &scripted{path: herald.PathPush, err: errors.New("network server unavailable")}
 	p, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN)
 	r := newRig(t, []herald.Route{{Name: "lora", Carrier: c, Policy: p}})
+	r.start()
 	m := r.send(herald.SendRequest{Route: "lora", Target: "0102030405060708", Payload: []byte{1}})
-	r.tick()
+	r.settle()
 	for a := 1; a < 12; a++ {
 		got := r.get(m.ID)
 		want := min(2*time.Second<<(a-1), time.Hour)
 		if got.Status != herald.StatusToRetry || got.DueAt.Sub(r.clock.Now()) != want {
 			t.Fatalf("after attempt %d: %s, next in %v; want TO_RETRY in %v", a, got.Status, got.DueAt.Sub(r.clock.Now()), want)
 		}
-		r.clock.Advance(want)
-		r.tick()
+		r.advance(want)
 	}
 	got := r.get(m.ID)
 	if got.Status != herald.StatusDeliveryFailed || got.Attempt != 12 || c.sends.Load() != 12 {
@@ -252,18 +307,16 @@ func TestAcceptTimeoutRetriesAndRefusesTheLateCompletion(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v, %d", err, len(claimed))
 	}
-	r.clock.Advance(19 * time.Second)
-	r.tick()
+	r.start()
+	r.advance(19 * time.Second)
 	if got := r.get(m.ID); got.Status != herald.StatusSentToNS {
 		t.Fatalf("reaped before the accept timeout: %s", got.Status)
 	}
-	r.clock.Advance(time.Second)
-	r.tick() // reaped to TO_RETRY with a 2 s backoff
+	r.advance(time.Second) // reaped to TO_RETRY with a 2 s backoff
 	if got := r.get(m.ID); got.Status != herald.StatusToRetry {
 		t.Fatalf("after the accept timeout: %s, want TO_RETRY", got.Status)
 	}
-	r.clock.Advance(2 * time.Second)
-	r.tick()
+	r.advance(2 * time.Second)
 	if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 2 {
 		t.Fatalf("retry ended %s at attempt %d", got.Status, got.Attempt)
 	}
@@ -278,15 +331,15 @@ func TestPullTaskFailsAtMaxAgeWithoutRetry(t *testing.T) {
 	c := &scripted{path: herald.PathPull, poll: herald.PollPending}
 	p, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
 	r := newRig(t, []herald.Route{{Name: "meters", Carrier: c, Policy: p}})
+	r.start()
 	m := r.send(herald.SendRequest{Route: "meters", Target: "m1", Text: "reading"})
-	r.tick()
+	r.settle()
 	got := r.get(m.ID)
 	if got.Status != herald.StatusDeliveredToNS || got.ExternalID != "task-1" || !got.DueAt.Equal(t0.Add(10*time.Second)) {
 		t.Fatalf("after acceptance: %s ext %q poll at %v", got.Status, got.ExternalID, got.DueAt)
 	}
 	for elapsed := time.Duration(0); elapsed < 48*time.Hour; elapsed += time.Hour {
-		r.clock.Advance(time.Hour)
-		r.tick()
+		r.advance(time.Hour)
 	}
 	got = r.get(m.ID)
 	if got.Status != herald.StatusDeliveryFailed || c.sends.Load() != 1 {
@@ -298,18 +351,16 @@ func TestPullTaskSucceedsWhenPolledDone(t *testing.T) {
 	c := &scripted{path: herald.PathPull, poll: herald.PollPending}
 	p, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
 	r := newRig(t, []herald.Route{{Name: "meters", Carrier: c, Policy: p}})
+	r.start()
 	m := r.send(herald.SendRequest{Route: "meters", Target: "m1", Text: "reading"})
-	r.tick()
-	r.clock.Advance(10 * time.Second)
-	r.tick()
+	r.advance(10 * time.Second)
 	if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || !got.DueAt.Equal(r.clock.Now().Add(10*time.Second)) {
 		t.Fatalf("pending poll: %s next poll %v", got.Status, got.DueAt)
 	}
 	c.mu.Lock()
 	c.poll = herald.PollSucceeded
 	c.mu.Unlock()
-	r.clock.Advance(10 * time.Second)
-	r.tick()
+	r.advance(10 * time.Second)
 	if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful {
 		t.Fatalf("done task: %s", got.Status)
 	}
@@ -394,6 +445,20 @@ type recordingSink struct {
 	events []herald.OutcomeEvent
 }
 
+// tries returns how many deliveries the sink was asked for.
+func (s *recordingSink) tries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// delivered returns the events the sink took, in order.
+func (s *recordingSink) delivered() []herald.OutcomeEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.events)
+}
+
 func (s *recordingSink) Deliver(_ context.Context, e herald.OutcomeEvent) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -412,23 +477,20 @@ func TestOutcomeEventsRetryThenDeliver(t *testing.T) {
 	sub := herald.Subscriber{Name: "ops", Sink: sink, MaxAttempts: 5,
 		Retry: herald.RetryPolicy{Kind: herald.RetryConstant, Base: time.Second}}
 	r := newRig(t, []herald.Route{{Name: "chat", Carrier: c, Policy: p}}, sub)
+	r.start()
 	m := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "x"})
-	r.tick() // delivered; the event's first delivery fails
-	r.tick() // not due yet
-	if sink.calls != 1 {
-		t.Fatalf("event tried %d times before its backoff, want 1", sink.calls)
+	r.settle() // delivered; the event's first delivery fails, and the next is not due yet
+	if n := sink.tries(); n != 1 {
+		t.Fatalf("event tried %d times before its backoff, want 1", n)
 	}
-	r.clock.Advance(time.Second)
-	r.tick()
-	r.clock.Advance(time.Second)
-	r.tick()
-	if len(sink.events) != 1 || sink.events[0].Type != herald.StatusDeliverySuccessful || sink.events[0].Message.ID != m.ID {
-		t.Fatalf("events delivered: %+v", sink.events)
+	r.advance(time.Second)
+	r.advance(time.Second)
+	if evs := sink.delivered(); len(evs) != 1 || evs[0].Type != herald.StatusDeliverySuccessful || evs[0].Message.ID != m.ID {
+		t.Fatalf("events delivered: %+v", evs)
 	}
-	r.clock.Advance(time.Minute)
-	r.tick()
-	if sink.calls != 3 {
-		t.Fatalf("delivered event sent again: %d calls", sink.calls)
+	r.advance(time.Minute)
+	if n := sink.tries(); n != 3 {
+		t.Fatalf("delivered event sent again: %d calls", n)
 	}
 }
 
@@ -438,13 +500,13 @@ func TestOutcomeEventDeadAfterLastAttempt(t *testing.T) {
 	sub := herald.Subscriber{Name: "ops", Sink: sink, MaxAttempts: 3,
 		Retry: herald.RetryPolicy{Kind: herald.RetryConstant, Base: time.Second}}
 	r := newRig(t, []herald.Route{{Name: "chat", Carrier: &scripted{}, Policy: p}}, sub)
+	r.start()
 	r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "x"})
 	for range 10 {
-		r.tick()
-		r.clock.Advance(time.Second)
+		r.advance(time.Second)
 	}
-	if sink.calls != 3 {
-		t.Fatalf("event tried %d times, want 3 then dead", sink.calls)
+	if n := sink.tries(); n != 3 {
+		t.Fatalf("event tried %d times, want 3 then dead", n)
 	}
 }
 
@@ -470,27 +532,19 @@ func TestPrefetchedMessageNearItsDeadlineIsNotSent(t *testing.T) {
 		[]herald.Route{{Name: "chat", Carrier: c, Policy: p}})
 	first := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "a"})
 	second := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "b"})
-	ticked := make(chan struct{})
-	go func() {
-		r.tick() // claims both, sends the first, waits for it
-		close(ticked)
-	}()
-	for c.sends.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	r.start() // claims both in one claim, sends the first, which waits for the gate
+	eventually(t, func() bool { return c.sends.Load() == 1 }, patience)
 	r.clock.Advance(15 * time.Second) // the second now has 5 s of its 20 s left
-	close(c.gate)
-	<-ticked
+	close(c.gate)                     // the first's slot goes to the second, if it is not stale
+	r.settle()
 	if got := r.get(first.ID); got.Status != herald.StatusDeliverySuccessful {
 		t.Fatalf("first: %s", got.Status)
 	}
 	if got := r.get(second.ID); got.Status != herald.StatusSentToNS || c.sends.Load() != 1 {
 		t.Fatalf("second: %s after %d sends; want it left SENT_TO_NS, unsent", got.Status, c.sends.Load())
 	}
-	r.clock.Advance(5 * time.Second)
-	r.tick() // reaped to TO_RETRY
-	r.clock.Advance(5 * time.Second)
-	r.tick()
+	r.advance(5 * time.Second) // reaped to TO_RETRY
+	r.advance(5 * time.Second)
 	if got := r.get(second.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 2 || c.sends.Load() != 2 {
 		t.Fatalf("second after its retry: %s attempt %d, %d sends", got.Status, got.Attempt, c.sends.Load())
 	}
@@ -499,8 +553,10 @@ func TestPrefetchedMessageNearItsDeadlineIsNotSent(t *testing.T) {
 func TestPruneDeletesTerminalMessagesAfterTheRetention(t *testing.T) {
 	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
 	r := newRig(t, []herald.Route{{Name: "chat", Carrier: &scripted{}, Policy: p}})
+	r.start()
 	done := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "x"})
-	r.tick()
+	r.settle()
+	r.stop() // from here Prune is called by the test alone, and the next message stays queued
 	r.clock.Advance(7*24*time.Hour - time.Millisecond)
 	waiting := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "y", ExpiresAt: r.clock.Now().Add(time.Hour)})
 	if n, err := r.eng.Prune(context.Background()); err != nil || n != 0 {
@@ -527,16 +583,15 @@ func TestStopStartsNoFurtherSends(t *testing.T) {
 		r.send(herald.SendRequest{Route: "chat", Target: "1", Text: text})
 	}
 	ctx := context.Background()
-	if err := r.eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for c.sends.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	r.start()
+	eventually(t, func() bool { return c.sends.Load() == 1 }, patience)
 	stopped := make(chan error)
 	go func() { stopped <- r.eng.Stop(ctx) }()
-	time.Sleep(20 * time.Millisecond) // the dispatch loop returns; Stop waits for the send
-	close(c.gate)                     // the send finishes: its slot must not start the next
+	// The loops return while Stop waits for the send: once none of them
+	// waits on the clock, the dispatcher is gone (it drops its poll alarm
+	// last, and the clock does not move to fire it).
+	eventually(t, func() bool { return r.clock.Waiters() == 0 }, patience)
+	close(c.gate) // the send finishes: its slot must not start the next
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
@@ -577,13 +632,8 @@ func TestBurstAfterIdleIsNotClaimedFarAheadOfBusySlots(t *testing.T) {
 	for i := range 1000 {
 		r.send(herald.SendRequest{Route: "chat", Target: "1", Text: fmt.Sprint(i)})
 	}
-	if err := r.eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		close(c.gate)
-		r.eng.Stop(ctx)
-	}()
+	r.start()
+	defer close(c.gate) // before the rig stops the engine
 	sentToNS := func() int {
 		counts, err := r.store.Counts(ctx)
 		if err != nil {
@@ -597,18 +647,14 @@ func TestBurstAfterIdleIsNotClaimedFarAheadOfBusySlots(t *testing.T) {
 		}
 		return n
 	}
-	for sentToNS() > 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, func() bool { return sentToNS() == 0 }, patience)
 	// Idle, then a burst for slots that now take their time.
+	r.settle()
 	c.shut.Store(true)
-	time.Sleep(20 * time.Millisecond)
 	for i := range 300 {
 		r.send(herald.SendRequest{Route: "chat", Target: "1", Text: fmt.Sprint(i)})
 	}
-	for c.sends.Load() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, func() bool { return c.sends.Load() >= 2 }, patience)
 	time.Sleep(50 * time.Millisecond) // any claim still to come
 	counts, err := r.store.Counts(ctx)
 	if err != nil {
@@ -618,5 +664,78 @@ func TestBurstAfterIdleIsNotClaimedFarAheadOfBusySlots(t *testing.T) {
 		if n.Status == herald.StatusSentToNS && n.N > 8 {
 			t.Fatalf("%d messages claimed for 2 busy slots; want a few", n.N)
 		}
+	}
+}
+
+// TestIdleMeansTheLoopsWaitOnTheClock: the engine is idle only while it
+// runs with nothing under way, each loop parked on the engine's clock; a
+// new message, a send in flight or a move of the clock past the loops'
+// alarms ends it at once, and it comes back only once their work is done.
+func TestIdleMeansTheLoopsWaitOnTheClock(t *testing.T) {
+	c := &gated{gate: make(chan struct{})}
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	sink := &recordingSink{}
+	r := newRig(t, []herald.Route{{Name: "chat", Carrier: c, Policy: p}}, herald.Subscriber{Name: "ops", Sink: sink})
+	if r.eng.Idle() {
+		t.Fatal("idle before Start")
+	}
+	r.start()
+	r.settle()
+	if n := r.clock.Waiters(); n != 4 {
+		t.Fatalf("%d alarms on the fake clock, want 4: the dispatcher's, the reaper's, the outbox's and the pruner's", n)
+	}
+	m := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "x"})
+	if r.eng.Idle() {
+		t.Fatal("idle right after a send, before the dispatcher took it")
+	}
+	eventually(t, func() bool { return c.sends.Load() == 1 }, patience)
+	if r.eng.Idle() {
+		t.Fatal("idle with a send in flight")
+	}
+	close(c.gate)
+	r.settle()
+	if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful {
+		t.Fatalf("idle with the message %s, want its send recorded", got.Status)
+	}
+	if evs := sink.delivered(); len(evs) != 1 {
+		t.Fatalf("idle with %d outcome events delivered, want 1", len(evs))
+	}
+	r.clock.Advance(time.Millisecond)
+	if r.eng.Idle() {
+		t.Fatal("idle right after the clock moved past the loops' alarms")
+	}
+	r.settle()
+	r.stop()
+	if r.eng.Idle() {
+		t.Fatal("idle after Stop")
+	}
+	if n := r.clock.Waiters(); n != 0 {
+		t.Fatalf("%d alarms left on the fake clock after Stop, want 0", n)
+	}
+}
+
+// TestReaperRunsEveryReapIntervalOfTheClock: the reaper wakes every
+// ReapInterval of the engine's clock, not at every move of it: a stage
+// deadline that falls between two of its turns is reaped at the next.
+func TestReaperRunsEveryReapIntervalOfTheClock(t *testing.T) {
+	c := &scripted{path: herald.PathDirect}
+	p, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN) // accept timeout 20 s
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.ReapInterval = 3 * time.Second },
+		[]herald.Route{{Name: "lora", Carrier: c, Policy: p}})
+	m := r.send(herald.SendRequest{Route: "lora", Target: "x", Payload: []byte{1}})
+	// A node claims it and dies before the carrier answers: its deadline is +20s.
+	if claimed, err := r.store.Claim(context.Background(), herald.Claim{Now: r.clock.Now(), Limit: 1, DefaultAccept: 20 * time.Second}); err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %d", err, len(claimed))
+	}
+	r.start() // reaps at +0s, then at +3s, +6s, ..., +18s, +21s
+	for range 20 {
+		r.advance(time.Second)
+	}
+	if got := r.get(m.ID); got.Status != herald.StatusSentToNS {
+		t.Fatalf("at +20s, between two turns of the reaper: %s, want SENT_TO_NS", got.Status)
+	}
+	r.advance(time.Second)
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || !got.UpdatedAt.Equal(t0.Add(21*time.Second)) {
+		t.Fatalf("at +21s: %s updated at %v, want TO_RETRY, reaped at +21s", got.Status, got.UpdatedAt)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldmq/herald/clock"
@@ -20,7 +21,8 @@ type Config struct {
 	Routes []Route
 	// Subscribers receive outcome events.
 	Subscribers []Subscriber
-	// Clock tells every loop the time. Defaults to the system clock.
+	// Clock tells every loop the time and wakes it for its next turn.
+	// Defaults to the system clock.
 	Clock clock.Clock
 	// Logger receives a line for everything that goes wrong. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -96,8 +98,7 @@ type Engine struct {
 	// timed is whether any of them limits its lanes over time (Timed).
 	admission    map[string]Admission
 	timed        bool
-	admissionSet bool // the store has it; guarded by admissionMu
-	admissionMu  sync.Mutex
+	admissionSet bool // the store has it; guarded by startMu
 	latencies    latencyWindow
 
 	slots        chan struct{}         // one token per carrier call in flight
@@ -112,6 +113,13 @@ type Engine struct {
 	eventPending chan struct{}         // nudges the outbox
 	dispatchMu   sync.Mutex            // one dispatch round at a time
 	sends        sync.WaitGroup
+
+	// busy counts what may still act without a call from outside or a
+	// move of the clock: the loops not parked (see park), the goroutines
+	// of sends, claims and lane events, and the wake-ups given to parked
+	// loops but not yet taken (nudges, alarms that went off). A wake-up
+	// taken hands its count to the loop that takes it. Idle reports it.
+	busy atomic.Int64
 
 	// sendCtx outlives Stop's first phase so that sends in flight can finish.
 	sendCtx    context.Context
@@ -247,12 +255,27 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.cancel = cancel
 	for _, loop := range []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop} {
 		e.loops.Add(1)
+		e.busy.Add(1)
 		go func() {
 			defer e.loops.Done()
+			defer e.busy.Add(-1)
 			loop(loopCtx)
 		}()
 	}
 	return nil
+}
+
+// Idle reports whether the engine runs and has nothing under way: every
+// loop is parked until its next turn on the Config.Clock or a nudge, and
+// no send, claim or lane event is in flight. On a fake clock the engine
+// then does nothing more until the clock moves or it is called (Send,
+// Replay, ...): tests wait for Idle before they check that something did
+// not happen.
+func (e *Engine) Idle() bool {
+	e.startMu.Lock()
+	running := e.cancel != nil
+	e.startMu.Unlock()
+	return running && e.busy.Load() == 0
 }
 
 // Stop stops the loops and waits for the sends in flight to finish, or for
@@ -282,10 +305,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 }
 
-// setAdmission gives the store the gated routes' admission, once.
+// setAdmission gives the store the gated routes' admission, once. The
+// caller holds startMu.
 func (e *Engine) setAdmission(ctx context.Context) error {
-	e.admissionMu.Lock()
-	defer e.admissionMu.Unlock()
 	if e.admissionSet {
 		return nil
 	}
@@ -294,33 +316,6 @@ func (e *Engine) setAdmission(ctx context.Context) error {
 	}
 	e.admissionSet = true
 	return nil
-}
-
-// Tick runs one pass of every loop — reap, release, dispatch until nothing is
-// due, outbox — and waits for the sends it started. Tests drive a fake clock
-// with it; a running engine does the same on its own.
-func (e *Engine) Tick(ctx context.Context) error {
-	if err := e.setAdmission(ctx); err != nil {
-		return err
-	}
-	if err := e.reap(ctx); err != nil {
-		return err
-	}
-	for {
-		if _, err := e.store.Release(ctx, e.clock.Now(), e.cfg.ClaimBatch); err != nil {
-			return err
-		}
-		n, err := e.dispatchRound(ctx)
-		if err != nil {
-			return err
-		}
-		e.sends.Wait()
-		if n == 0 {
-			break
-		}
-	}
-	_, err := e.deliverEvents(ctx)
-	return err
 }
 
 // Route returns the configured route named name.
@@ -373,11 +368,14 @@ func (e *Engine) transition(ctx context.Context, m *Message, t Transition) error
 	return nil
 }
 
-// nudge signals ch without blocking.
+// nudge signals ch without blocking. The signal counts as busy until a
+// loop takes it.
 func (e *Engine) nudge(ch chan struct{}) {
+	e.busy.Add(1)
 	select {
 	case ch <- struct{}{}:
 	default:
+		e.busy.Add(-1) // one is already waiting
 	}
 }
 
@@ -387,14 +385,66 @@ func (e *Engine) problem(kind, msg string, args ...any) {
 	e.log.Warn(msg, append(args, slog.String("kind", kind))...)
 }
 
-// sleep waits d or until ctx ends; it reports whether ctx is still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// spawn runs f in a goroutine that Stop waits for and that counts as busy.
+func (e *Engine) spawn(f func()) {
+	e.sends.Add(1)
+	e.busy.Add(1)
+	go func() {
+		defer e.sends.Done()
+		defer e.busy.Add(-1)
+		f()
+	}()
+}
+
+// alarm wakes a parked goroutine once a duration has passed on the
+// engine's clock: its channel receives then, and the wake-up counts as busy
+// until taken.
+type alarm struct {
+	c     chan struct{}
+	timer clock.Timer
+	busy  *atomic.Int64
+}
+
+// newAlarm returns an alarm that goes off after d.
+func (e *Engine) newAlarm(d time.Duration) *alarm {
+	a := &alarm{c: make(chan struct{}, 1), busy: &e.busy}
+	a.timer = e.clock.AfterFunc(d, func() {
+		a.busy.Add(1)
+		a.c <- struct{}{}
+	})
+	return a
+}
+
+// stop cancels an alarm whose channel was not received from; if it went
+// off meanwhile, its wake-up is taken.
+func (a *alarm) stop() {
+	if !a.timer.Stop() {
+		<-a.c
+		a.busy.Add(-1)
+	}
+}
+
+// park marks the calling goroutine, which counts as busy, as waiting. Call
+// it right before a select whose every case but ctx.Done receives a
+// counted wake-up (a nudge, an alarm, a claim's result): the goroutine
+// then holds the wake-up's count.
+func (e *Engine) park() { e.busy.Add(-1) }
+
+// unpark counts a parked goroutine as busy again, after a select that
+// ctx.Done ended.
+func (e *Engine) unpark() { e.busy.Add(1) }
+
+// sleep waits d on the engine's clock, parked, or until ctx ends; it
+// reports whether ctx is still alive. The caller must count as busy.
+func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
+	a := e.newAlarm(d)
+	e.park()
 	select {
 	case <-ctx.Done():
+		e.unpark()
+		a.stop()
 		return false
-	case <-t.C:
+	case <-a.c:
 		return true
 	}
 }

@@ -35,6 +35,11 @@ func TestBackpressurePausesTheLaneWithoutSpendingAttempts(t *testing.T) {
 		mu    sync.Mutex
 		calls int
 	)
+	requests := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		calls++
@@ -52,27 +57,25 @@ func TestBackpressurePausesTheLaneWithoutSpendingAttempts(t *testing.T) {
 	route.Policy.MaxAttempts = 2
 	route.Policy.Admission = herald.Admission{Concurrency: 5}
 	r := newRig(t, []herald.Route{route})
+	r.start()
 
 	first := r.send(herald.SendRequest{Route: "hooks", Text: "one"})
-	r.tick()
+	r.settle()
 	got := r.get(first.ID)
 	if got.Status != herald.StatusToRetry || got.Attempt != 0 || !got.DueAt.Equal(t0.Add(30*time.Second)) {
 		t.Fatalf("after a 429: %s attempt %d due %v; want TO_RETRY attempt 0 due +30s", got.Status, got.Attempt, got.DueAt)
 	}
 	second := r.send(herald.SendRequest{Route: "hooks", Text: "two"})
-	r.clock.Advance(29 * time.Second)
-	r.tick()
-	if calls != 1 {
-		t.Fatalf("%d requests within the pause, want only the first", calls)
+	r.advance(29 * time.Second)
+	if n := requests(); n != 1 {
+		t.Fatalf("%d requests within the pause, want only the first", n)
 	}
 	x, err := r.eng.Explain(context.Background(), "acme", second.ID)
 	if err != nil || x.Reason != "lane_paused" || x.Until == nil || !x.Until.Equal(t0.Add(30*time.Second)) {
 		t.Fatalf("explain of a message behind the pause = %+v, %v; want lane_paused until +30s", x, err)
 	}
-	r.clock.Advance(time.Second)
-	r.tick() // both go, both get a 429: the lane pauses again
-	r.clock.Advance(30 * time.Second)
-	r.tick()
+	r.advance(time.Second) // both go, both get a 429: the lane pauses again
+	r.advance(30 * time.Second)
 	for _, m := range []*herald.Message{first, second} {
 		got := r.get(m.ID)
 		if got.Status != herald.StatusDeliverySuccessful || got.Attempt != 1 {
@@ -94,6 +97,11 @@ func TestSeed003GatewayBurst(t *testing.T) {
 		mu     sync.Mutex
 		bodies []string
 	)
+	sentBodies := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b [64]byte
 		n, _ := r.Body.Read(b[:])
@@ -108,27 +116,27 @@ func TestSeed003GatewayBurst(t *testing.T) {
 		dev := fmt.Sprintf("dev-%d", i%10)
 		r.send(herald.SendRequest{Route: "displays", Lane: "gw-1", Target: dev, CoalesceKey: dev, Text: fmt.Sprintf("%s update %d", dev, i/10)})
 	}
-	r.tick()
-	slices.Sort(bodies)
+	r.start()
+	r.settle()
+	got := sentBodies()
+	slices.Sort(got)
 	var want []string
 	for d := range 10 {
 		want = append(want, fmt.Sprintf("dev-%d update 9", d))
 	}
-	if !slices.Equal(bodies, want) {
-		t.Fatalf("sent %v, want only the latest update of each device %v", bodies, want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("sent %v, want only the latest update of each device %v", got, want)
 	}
 
-	r.clock.Advance(time.Minute) // the gateway's bucket is full again
+	r.advance(time.Minute) // the gateway's bucket is full again
 	var msgs []*herald.Message
 	for i := range 100 {
 		msgs = append(msgs, r.send(herald.SendRequest{Route: "displays", Lane: "gw-1", Target: fmt.Sprintf("meter-%d", i), Text: "tariff"}))
 	}
 	start := r.clock.Now()
 	for range 60 {
-		r.tick()
-		r.clock.Advance(time.Second)
+		r.advance(time.Second)
 	}
-	r.tick()
 	var times []time.Duration
 	for _, m := range msgs {
 		if got := r.get(m.ID); got.Status == herald.StatusDeliverySuccessful {
@@ -161,7 +169,8 @@ func TestFloodedLaneDoesNotDelayAnother(t *testing.T) {
 	}
 	sendAll(t, r, reqs)
 	b := r.send(herald.SendRequest{Route: "net", Lane: "B", Text: "b"})
-	r.tick()
+	r.start()
+	r.settle()
 	if got := r.get(b.ID); got.Status != herald.StatusDeliverySuccessful || !sentAt(t, got).Equal(t0) {
 		t.Fatalf("lane B's message is %s, want delivered in the first round", got.Status)
 	}
@@ -217,7 +226,8 @@ func TestExplainSaysWhyALaneHoldsAMessage(t *testing.T) {
 			r.send(herald.SendRequest{Route: name, Lane: lane2, Text: "second"}),
 		}
 	}
-	r.tick()
+	r.start()
+	r.settle()
 	explain := func(m *herald.Message) herald.Explanation {
 		x, err := r.eng.Explain(context.Background(), "acme", m.ID)
 		if err != nil {
@@ -252,6 +262,13 @@ type logCarrier struct {
 	failOnce map[string]bool
 }
 
+// texts returns the texts sent, in order.
+func (c *logCarrier) texts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sent)
+}
+
 func (c *logCarrier) Path() herald.Path              { return herald.PathDirect }
 func (c *logCarrier) Validate(*herald.Message) error { return nil }
 func (c *logCarrier) Send(_ context.Context, m *herald.Message) (herald.SendResult, error) {
@@ -278,18 +295,18 @@ func TestOrderedRouteSendsOneAtATimeInOrder(t *testing.T) {
 		msgs = append(msgs, r.send(herald.SendRequest{Route: "meters", Target: "meter-7", Text: text}))
 	}
 	r.send(herald.SendRequest{Route: "meters", Target: "meter-8", Text: "other"})
-	r.tick()
-	if want := []string{"one", "other"}; !sameSet(c.sent, want) {
-		t.Fatalf("sent %v, want %v: the first of each target", c.sent, want)
+	r.start()
+	r.settle()
+	if sent, want := c.texts(), []string{"one", "other"}; !sameSet(sent, want) {
+		t.Fatalf("sent %v, want %v: the first of each target", sent, want)
 	}
 	x, err := r.eng.Explain(context.Background(), "acme", msgs[1].ID)
 	if err != nil || x.Reason != "ordered_behind" || !slices.Equal(x.BlockingIDs, []string{msgs[0].ID}) {
 		t.Fatalf("explain of the second = %+v, %v; want ordered_behind %s", x, err, msgs[0].ID)
 	}
-	r.clock.Advance(5 * time.Second)
-	r.tick()
-	if want := []string{"one", "two", "three"}; !slices.Equal(c.sent[2:], want) {
-		t.Fatalf("sent %v, want %v", c.sent, want)
+	r.advance(5 * time.Second)
+	if sent, want := c.texts(), []string{"one", "two", "three"}; len(sent) < 2 || !slices.Equal(sent[2:], want) {
+		t.Fatalf("sent %v, want %v", sent, want)
 	}
 	for i, m := range msgs {
 		got := r.get(m.ID)
@@ -312,10 +329,10 @@ func TestDedupReturnsTheDeliveredTwin(t *testing.T) {
 	c := &logCarrier{}
 	p, _ := herald.ProfilePolicy(herald.ProfileClassC)
 	r := newRig(t, []herald.Route{{Name: "displays", Carrier: c, Policy: p}})
+	r.start()
 	req := herald.SendRequest{Route: "displays", Target: "dev-1", Text: "price 42", Params: map[string]string{"f_port": "2"}}
 	first := r.send(req)
-	r.tick()
-	r.clock.Advance(59 * time.Minute)
+	r.advance(59 * time.Minute)
 	twin, created, err := r.eng.Send(context.Background(), "acme", req)
 	if err != nil || created || twin.ID != first.ID || !twin.Deduplicated || !twin.View().Deduplicated {
 		t.Fatalf("twin within the hour: %+v created %v, %v; want %s back, deduplicated", twin, created, err, first.ID)
@@ -325,13 +342,13 @@ func TestDedupReturnsTheDeliveredTwin(t *testing.T) {
 	if _, created, _ := r.eng.Send(context.Background(), "acme", other); !created {
 		t.Errorf("a message with other params was deduplicated")
 	}
-	r.clock.Advance(2 * time.Minute)
+	r.advance(2 * time.Minute)
 	if m, created, _ := r.eng.Send(context.Background(), "acme", req); !created || m.Deduplicated {
 		t.Errorf("twin after the hour: created %v deduplicated %v, want a new message", created, m.Deduplicated)
 	}
-	r.tick()
-	if len(c.sent) != 3 {
-		t.Errorf("sent %v, want 3 sends", c.sent)
+	r.settle()
+	if sent := c.texts(); len(sent) != 3 {
+		t.Errorf("sent %v, want 3 sends", sent)
 	}
 }
 
@@ -350,6 +367,11 @@ func TestCircuitOpensAfterTwentyFailures(t *testing.T) {
 		calls   int
 		healthy bool
 	)
+	requests := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -362,17 +384,23 @@ func TestCircuitOpensAfterTwentyFailures(t *testing.T) {
 	route := webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)
 	route.Policy.Admission.Circuit = herald.Circuit{Failures: 20, CoolDown: time.Minute}
 	sink := &recordingSink{}
-	// One send at a time, so that the sends after the 20th failure are the
-	// circuit's to stop, not already in flight.
+	// One send at a time. The dispatcher starts the next send as soon as
+	// one returns, before its failure is recorded and counted by the
+	// circuit, so the backlog is queued once 20 sends failed: what the
+	// circuit stops is what comes after its 20th failure.
 	r := newRigWith(t, func(c *herald.Config) { c.Concurrency = 1 }, []herald.Route{route}, herald.Subscriber{Name: "ops", Sink: sink})
 	var msgs []*herald.Message
-	for i := range 30 {
+	for i := range 20 {
 		msgs = append(msgs, r.send(herald.SendRequest{Route: "hooks", Text: fmt.Sprint(i)}))
 	}
-	r.tick()
-	r.eng.Stop(context.Background()) // waits for the lane event's delivery
-	if calls != 20 {
-		t.Fatalf("%d requests, want 20: the circuit opens at the 20th failure", calls)
+	r.start()
+	r.settle() // the lane event's delivery too
+	for i := 20; i < 30; i++ {
+		msgs = append(msgs, r.send(herald.SendRequest{Route: "hooks", Text: fmt.Sprint(i)}))
+	}
+	r.settle()
+	if n := requests(); n != 20 {
+		t.Fatalf("%d requests, want 20: the circuit opens at the 20th failure", n)
 	}
 	waiting := r.get(msgs[29].ID)
 	if !waiting.Status.Waiting() || waiting.Attempt != 0 {
@@ -385,28 +413,23 @@ func TestCircuitOpensAfterTwentyFailures(t *testing.T) {
 	if evs := sink.lane(); len(evs) != 1 || evs[0].Type != herald.EventCircuitOpen || evs[0].Lane.Route != "hooks" {
 		t.Fatalf("lane events %+v, want one lane.circuit_open", evs)
 	}
-	r.clock.Advance(59 * time.Second)
-	r.tick()
-	if calls != 20 {
-		t.Fatalf("%d requests before the cool-down ended, want 20", calls)
+	r.advance(59 * time.Second)
+	if n := requests(); n != 20 {
+		t.Fatalf("%d requests before the cool-down ended, want 20", n)
 	}
-	r.clock.Advance(time.Second)
-	r.tick()
-	if calls != 21 {
-		t.Fatalf("%d requests after the cool-down, want 21: exactly one probe", calls)
+	r.advance(time.Second)
+	if n := requests(); n != 21 {
+		t.Fatalf("%d requests after the cool-down, want 21: exactly one probe", n)
 	}
 	// The probe failed: open again for twice as long.
-	r.clock.Advance(2*time.Minute - time.Second)
-	r.tick()
-	if calls != 21 {
-		t.Fatalf("%d requests within the doubled cool-down, want 21", calls)
+	r.advance(2*time.Minute - time.Second)
+	if n := requests(); n != 21 {
+		t.Fatalf("%d requests within the doubled cool-down, want 21", n)
 	}
 	mu.Lock()
 	healthy = true
 	mu.Unlock()
-	r.clock.Advance(time.Second)
-	r.tick()
-	r.eng.Stop(context.Background())
+	r.advance(time.Second)
 	for _, m := range msgs {
 		if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful && got.Status != herald.StatusToRetry {
 			t.Errorf("%s is %s", m.Text, got.Status)

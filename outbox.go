@@ -13,13 +13,14 @@ const eventLease = 30 * time.Second
 // eventBatch bounds the events claimed at once.
 const eventBatch = 100
 
-// outboxLoop delivers outcome events to subscribers.
+// outboxLoop delivers outcome events to subscribers when woken by a new
+// event or the poll interval (on the engine's clock).
 func (e *Engine) outboxLoop(ctx context.Context) {
 	if len(e.subscribers) == 0 {
 		return
 	}
-	ticker := time.NewTicker(e.cfg.PollInterval)
-	defer ticker.Stop()
+	poll := e.newAlarm(e.cfg.PollInterval)
+	defer func() { poll.stop() }()
 	failures := 0
 	for {
 		n, err := e.deliverEvents(ctx)
@@ -27,7 +28,7 @@ func (e *Engine) outboxLoop(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			failures++
 			e.problem("store_error", "outbox", "err", err)
-			if !sleep(ctx, backoff(failures)) {
+			if !e.sleep(ctx, backoff(failures)) {
 				return
 			}
 			continue
@@ -35,11 +36,14 @@ func (e *Engine) outboxLoop(ctx context.Context) {
 			continue
 		}
 		failures = 0
+		e.park()
 		select {
 		case <-ctx.Done():
+			e.unpark()
 			return
 		case <-e.eventPending:
-		case <-ticker.C:
+		case <-poll.c:
+			poll = e.newAlarm(e.cfg.PollInterval)
 		}
 	}
 }

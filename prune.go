@@ -8,13 +8,14 @@ import (
 // pruneBatch bounds the messages deleted in one store call.
 const pruneBatch = 1000
 
-// pruneLoop deletes terminal messages older than the retention, every PruneInterval.
+// pruneLoop deletes terminal messages older than the retention, every
+// PruneInterval on the engine's clock.
 func (e *Engine) pruneLoop(ctx context.Context) {
 	for {
 		if _, err := e.Prune(ctx); err != nil && ctx.Err() == nil {
 			e.problem("store_error", "pruner", "err", err)
 		}
-		if !sleep(ctx, e.cfg.PruneInterval) {
+		if !e.sleep(ctx, e.cfg.PruneInterval) {
 			return
 		}
 	}
@@ -31,8 +32,12 @@ func (e *Engine) Prune(ctx context.Context) (int, error) {
 		if err != nil || n < pruneBatch {
 			return total, err
 		}
-		if !sleep(ctx, time.Millisecond) {
+		// A real millisecond, not the engine's clock's: the pause spaces
+		// the store's work, and Prune is called from outside the loops too.
+		select {
+		case <-ctx.Done():
 			return total, ctx.Err()
+		case <-time.After(time.Millisecond):
 		}
 	}
 }

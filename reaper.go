@@ -9,7 +9,7 @@ import (
 // reapBatch bounds the overdue messages handled in one store scan.
 const reapBatch = 500
 
-// reapLoop runs the reaper every ReapInterval.
+// reapLoop runs the reaper every ReapInterval on the engine's clock.
 func (e *Engine) reapLoop(ctx context.Context) {
 	failures := 0
 	for {
@@ -21,7 +21,7 @@ func (e *Engine) reapLoop(ctx context.Context) {
 		} else {
 			failures = 0
 		}
-		if !sleep(ctx, wait) {
+		if !e.sleep(ctx, wait) {
 			return
 		}
 		e.nudge(e.retryPending)

@@ -3,6 +3,7 @@ package herald_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,14 @@ type throttles struct {
 func (o *throttles) Transitioned(string, herald.Status, herald.Status) {}
 func (o *throttles) Delivered(string, time.Duration)                   {}
 func (o *throttles) Problem(string)                                    {}
+
+// seen returns the Throttled calls recorded, in order.
+func (o *throttles) seen() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.calls)
+}
+
 func (o *throttles) Throttled(route, reason string, lanePaused bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -88,12 +97,12 @@ func TestStatsCountWhatTheEngineDid(t *testing.T) {
 	if _, _, err := r.eng.Send(ctx, "other", herald.SendRequest{Route: "displays", Target: "dev", Text: "42"}); err != nil {
 		t.Fatal(err)
 	}
-	r.tick() // ok and dev delivered, fail dead, flaky to retry
+	r.start()
+	r.settle() // ok and dev delivered, fail dead, flaky to retry
 	if _, _, err := r.eng.Send(ctx, "other", herald.SendRequest{Route: "displays", Target: "dev", Text: "42"}); err != nil {
 		t.Fatal(err)
 	}
-	r.clock.Advance(5 * time.Second)
-	r.tick() // flaky delivered
+	r.advance(5 * time.Second) // flaky delivered
 
 	want := herald.Counters{Enqueued: 4, Succeeded: 3, Retried: 1, DeadLettered: 1, Deduplicated: 1}
 	for _, tenant := range []string{"acme", "other"} {
@@ -128,14 +137,16 @@ func TestBackpressureTellsTheObserver(t *testing.T) {
 	r.send(herald.SendRequest{Route: "hooks", Target: "busy", Text: "1"})
 	r.send(herald.SendRequest{Route: "gw", Target: "busy", Text: "2"})
 	r.send(herald.SendRequest{Route: "gw", Target: "ok", Text: "3"})
-	r.tick()
-	if !sameSet(obs.calls, []string{"hooks backpressure", "gw backpressure paused"}) {
-		t.Errorf("throttles = %q, want hooks backpressure and gw backpressure paused", obs.calls)
+	r.start()
+	r.settle()
+	if calls := obs.seen(); !sameSet(calls, []string{"hooks backpressure", "gw backpressure paused"}) {
+		t.Errorf("throttles = %q, want hooks backpressure and gw backpressure paused", calls)
 	}
 
 	plain := newRig(t, routes) // no Observer, so the engine's own, without Throttled
 	plain.send(herald.SendRequest{Route: "gw", Target: "busy", Text: "1"})
-	plain.tick()
+	plain.start()
+	plain.settle()
 }
 
 // TestEngineLanes: Lanes lists the busiest lanes of the gated routes, of
@@ -151,7 +162,11 @@ func TestEngineLanes(t *testing.T) {
 	gated.Admission = herald.Admission{Concurrency: 1}
 	r := newRig(t, []herald.Route{{Name: "hooks", Carrier: c, Policy: p}, {Name: "gw", Carrier: c, Policy: gated}})
 	ctx := context.Background()
-	r.tick() // the store learns the admission, as at Start
+	// The store learns the admission, as at Start, while the loops do not
+	// run yet: the messages stay queued.
+	if err := r.store.SetAdmission(ctx, map[string]herald.Admission{"gw": gated.Admission}); err != nil {
+		t.Fatal(err)
+	}
 	r.send(herald.SendRequest{Route: "hooks", Target: "ok", Text: "ungated"})
 	r.send(herald.SendRequest{Route: "gw", Lane: "a", Target: "busy", Text: "a1"})
 	for range 3 {
@@ -165,7 +180,8 @@ func TestEngineLanes(t *testing.T) {
 	if len(lanes) != 2 || lanes[0].Lane != "b" || lanes[0].Queued != 3 || lanes[1].Lane != "a" || lanes[1].Queued != 2 {
 		t.Fatalf("lanes = %+v, want b (3 queued) then a (2 queued)", lanes)
 	}
-	r.tick() // a1 is throttled: lane a pauses a minute; one of b goes (and stays in flight)
+	r.start()
+	r.settle() // a1 is throttled: lane a pauses a minute; one of b goes (and stays in flight)
 	lanes, err = r.eng.Lanes(ctx, "gw", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +197,7 @@ func TestEngineLanes(t *testing.T) {
 	if a.Lane != "a" || a.PauseReason != "backpressure" || !a.PausedUntil.Equal(t0.Add(time.Minute)) {
 		t.Errorf("lane a = %+v, want paused until +1m for backpressure", a)
 	}
+	r.stop() // the loops would retry a1 at once, and the lane would pause again
 	r.clock.Advance(time.Minute)
 	lanes, err = r.eng.Lanes(ctx, "gw", 10)
 	if err != nil || len(lanes) != 2 || !lanes[1].PausedUntil.IsZero() || lanes[1].PauseReason != "" {

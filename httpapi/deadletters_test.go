@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,14 +17,7 @@ func (f *fixture) deadLetters(route string, n int) {
 	for range n {
 		f.sendOK(`{"route":"` + route + `","target":"fail","text":"hi"}`)
 	}
-	f.tick()
-}
-
-func (f *fixture) tick() {
-	f.t.Helper()
-	if err := f.engine.Tick(context.Background()); err != nil {
-		f.t.Fatal(err)
-	}
+	f.run()
 }
 
 func TestDeadLettersListReplayPurge(t *testing.T) {
@@ -33,7 +25,7 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 	f.deadLetters("hooks", 2)
 	f.deadLetters("devices", 1)
 	ok := f.sendOK(`{"route":"hooks","target":"ok","text":"hi"}`)
-	f.tick()
+	f.run()
 	if v := decode[herald.MessageView](t, f.do("GET", "/v1/messages/"+ok.ID, keyA, "")); v.Status != herald.StatusDeliverySuccessful {
 		t.Fatalf("the good message is %s", v.Status)
 	}
@@ -55,7 +47,9 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 	}
 	wantError(t, f.do("GET", "/v1/dead-letters?limit=5000", keyA, ""), http.StatusBadRequest, codeInvalidField)
 
-	// Replay: tenant B replays nothing of A's; A replays the route's two.
+	// Replay: tenant B replays nothing of A's; A replays the route's two,
+	// which stay queued while the loops are stopped.
+	f.stop()
 	if got := decode[map[string]int](t, f.do("POST", "/v1/dead-letters/replay", keyB, "")); got["replayed"] != 0 {
 		t.Errorf("tenant B replayed %v", got)
 	}
@@ -77,7 +71,7 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 
 	// Purge: a bad time is refused; a time before them all purges nothing.
 	f.clock.Advance(time.Minute)
-	f.tick() // the replayed two fail again
+	f.run() // the loops again: the replayed two fail again
 	wantError(t, f.do("DELETE", "/v1/dead-letters?before=soon", keyA, ""), http.StatusBadRequest, codeInvalidField)
 	before := url.QueryEscape(start.Add(-time.Hour).Format(time.RFC3339))
 	if got := decode[map[string]int](t, f.do("DELETE", "/v1/dead-letters?before="+before, keyA, "")); got["purged"] != 0 {

@@ -63,6 +63,6 @@ func TestGoldenAnswers(t *testing.T) {
 	checkGolden(t, "message_accepted", render(rec, id))
 
 	f.clock.Advance(1500 * time.Millisecond)
-	f.tick()
+	f.run()
 	checkGolden(t, "message_delivered", render(f.do("GET", "/v1/messages/"+id, keyA, ""), id))
 }

@@ -84,15 +84,21 @@ func (s *faultyStore) Ping(ctx context.Context) error {
 	return s.Store.Ping(ctx)
 }
 
-// fixture is an API over a real engine on a SQLite store.
+// fixture is an API over a real engine on a SQLite store, with a fake
+// clock. The engine's loops run once a test calls run, and stop when the
+// test ends.
 type fixture struct {
-	t      *testing.T
-	engine *herald.Engine
-	store  *faultyStore
-	clock  *clock.Fake
-	h      http.Handler
-	logs   *strings.Builder
+	t       *testing.T
+	engine  *herald.Engine
+	store   *faultyStore
+	clock   *clock.Fake
+	h       http.Handler
+	logs    *strings.Builder
+	running bool // the engine's loops run
 }
+
+// patience bounds, in real time, every wait for the engine.
+const patience = 10 * time.Second
 
 func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 	t.Helper()
@@ -129,7 +135,42 @@ func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	return &fixture{t: t, engine: e, store: fs, clock: clk, h: New(cfg), logs: logs}
+	f := &fixture{t: t, engine: e, store: fs, clock: clk, h: New(cfg), logs: logs}
+	t.Cleanup(f.stop) // before the store closes
+	return f
+}
+
+// run starts the engine's loops on the fake clock, unless they run, and
+// waits until the engine is idle: it has done all that is due, and does
+// nothing more until the clock moves or a request comes.
+func (f *fixture) run() {
+	f.t.Helper()
+	if !f.running {
+		if err := f.engine.Start(context.Background()); err != nil {
+			f.t.Fatal(err)
+		}
+		f.running = true
+	}
+	deadline := time.Now().Add(patience)
+	for !f.engine.Idle() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the engine is not idle after %v", patience)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stop stops the engine's loops, if they run.
+func (f *fixture) stop() {
+	if !f.running {
+		return
+	}
+	f.running = false
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := f.engine.Stop(ctx); err != nil {
+		f.t.Errorf("stop: %v", err)
+	}
 }
 
 // do sends a request with key as the bearer key ("" for none) and returns

@@ -11,7 +11,7 @@ import (
 // unknown route is refused.
 func TestLanes(t *testing.T) {
 	f := newFixture(t)
-	f.tick() // the store learns the admission, as at Start
+	f.run() // the store learns the admission at Start
 	for _, m := range []struct{ key, body string }{
 		{keyA, `{"route":"gw","lane":"gateway-1","target":"busy","text":"1"}`},
 		{keyA, `{"route":"gw","lane":"gateway-1","text":"2"}`},
@@ -23,7 +23,7 @@ func TestLanes(t *testing.T) {
 	} {
 		wantStatus(t, f.do("POST", "/v1/messages", m.key, m.body), http.StatusAccepted)
 	}
-	f.tick() // gateway-1 pauses (its first message is asked to wait); gateway-2 and -3 send one each
+	f.run() // gateway-1 pauses (its first message is asked to wait); gateway-2 and -3 send one each
 
 	rec := f.do("GET", "/v1/lanes", keyA, "")
 	wantStatus(t, rec, http.StatusOK)

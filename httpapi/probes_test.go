@@ -13,6 +13,7 @@ import (
 func TestHealthAndStats(t *testing.T) {
 	f := newFixture(t)
 	f.deadLetters("hooks", 20)
+	f.stop() // the next two messages stay queued
 	f.sendOK(`{"route":"hooks","text":"hi"}`)
 	rec := f.do("POST", "/v1/messages", keyB, `{"route":"hooks","text":"b"}`)
 	wantStatus(t, rec, http.StatusAccepted)
@@ -95,7 +96,7 @@ func TestStatsCounters(t *testing.T) {
 	f.sendOK(`{"route":"hooks","text":"ok","idempotency_key":"k"}`)
 	wantStatus(t, f.do("POST", "/v1/messages", keyA, `{"route":"hooks","text":"ok","idempotency_key":"k"}`), http.StatusOK)
 	wantStatus(t, f.do("POST", "/v1/messages", keyB, `{"route":"hooks","target":"fail","text":"no"}`), http.StatusAccepted)
-	f.tick()
+	f.run()
 
 	want := map[string]float64{"enqueued": 3, "succeeded": 2, "retried": 0, "dead_lettered": 1, "deduplicated": 0}
 	for _, path := range []string{"/v1/stats", "/v1/health"} {

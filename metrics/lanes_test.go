@@ -52,9 +52,16 @@ func TestLaneGaugesOfAGatedRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := e.Tick(ctx); err != nil { // the store learns the admission, as at Start
+	if err := e.Start(ctx); err != nil { // the store learns the admission at Start
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // before the store closes
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
 	send := func(route, lane string, n int) {
 		for range n {
 			if _, _, err := e.Send(ctx, "acme", herald.SendRequest{Route: route, Lane: lane, Text: "x"}); err != nil {
@@ -69,8 +76,12 @@ func TestLaneGaugesOfAGatedRoute(t *testing.T) {
 	send("gw", "busy-6", 6)
 	send("gw", "busy-5", 5)
 	send("hooks", "", 9)
-	if err := e.Tick(ctx); err != nil { // one message of each gated lane goes, and stays in flight
-		t.Fatal(err)
+	// One message of each gated lane goes, and stays in flight: wait until
+	// the engine, on its fake clock, has done all it would.
+	for deadline := time.Now().Add(10 * time.Second); !e.Idle(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine is not idle after 10s")
+		}
 	}
 
 	m.WatchLanes(st.Lanes, 3)
