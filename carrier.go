@@ -42,6 +42,25 @@ type Carrier interface {
 	Send(ctx context.Context, m *Message) (SendResult, error)
 }
 
+// Resumer is implemented by carriers that deliver a message in several
+// calls (a long chat text in chunks). The engine calls SendResumable
+// instead of Send: after each call the platform accepted, the carrier
+// calls progress with what identifies the parts delivered so far (their
+// ids, joined by commas), and the engine makes it durable as the message's
+// ExternalID before progress returns. A retry gets the message with that
+// ExternalID, so the carrier resumes after the parts already delivered and
+// no part is shown twice. When progress fails (the claim's lease ran out,
+// the store is down), the carrier must stop and return its error.
+type Resumer interface {
+	SendResumable(ctx context.Context, m *Message, progress func(externalID string) error) (SendResult, error)
+}
+
+// Laner is implemented by carriers that derive a message's lane when
+// neither the message nor its route names one (a chat carrier: the chat).
+type Laner interface {
+	Lane(m *Message) string
+}
+
 // SendResult is what a carrier says when it accepts a message.
 type SendResult struct {
 	ExternalID string

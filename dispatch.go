@@ -277,7 +277,15 @@ func (e *Engine) send(m *Message) (t Transition, ok, failed bool) {
 		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true, false
 	}
 	sendCtx, cancel := context.WithTimeout(e.sendCtx, r.Policy.Timeouts.Accept)
-	res, err := r.Carrier.Send(sendCtx, m)
+	var (
+		res SendResult
+		err error
+	)
+	if rc, ok := r.Carrier.(Resumer); ok {
+		res, err = rc.SendResumable(sendCtx, m, func(externalID string) error { return e.progress(sendCtx, m, externalID) })
+	} else {
+		res, err = r.Carrier.Send(sendCtx, m)
+	}
 	cancel()
 	if err != nil {
 		if e.sendCtx.Err() != nil {
@@ -322,6 +330,17 @@ func (e *Engine) failure(r *route, m *Message, cause error, reason string) Trans
 		t.To, t.Reason, t.DueAt = StatusToRetry, reason, now.Add(delay)
 	}
 	return t
+}
+
+// progress records how far a resumable send of m got, as its ExternalID,
+// under the claim's lease: the status and the deadline stay.
+func (e *Engine) progress(ctx context.Context, m *Message, externalID string) error {
+	err := e.transition(ctx, m, Transition{From: StatusSentToNS, To: StatusSentToNS, Lease: m.Lease,
+		Deadline: m.Deadline, ExternalID: externalID})
+	if err == nil {
+		m.ExternalID = externalID
+	}
+	return err
 }
 
 // backpressure is the answer to a carrier that said "not now, try again

@@ -60,6 +60,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if m.Lane == "" {
 		m.Lane = r.Lane
 	}
+	if l, ok := r.Carrier.(Laner); ok && m.Lane == "" {
+		m.Lane = l.Lane(m)
+	}
 	if m.Lane == "" {
 		m.Lane = r.Name
 	}
