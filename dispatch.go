@@ -33,10 +33,14 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 	for {
 		e.dispatchMu.Lock()
 		e.startPrefetched()
-		limit := 0
+		limit, gated := 0, 0
 		if claiming < maxClaims && !idle {
 			limit = e.claimWant()
+			gated = e.gatedLimit(limit)
 			e.claimingN += limit
+			if e.timed {
+				e.claimingTimed += gated
+			}
 		}
 		e.dispatchMu.Unlock()
 
@@ -45,7 +49,7 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 			e.busy.Add(1) // handed back with the result
 			since := wakes
 			go func() {
-				c := e.claimAhead(ctx, limit)
+				c := e.claimAhead(ctx, limit, gated)
 				c.since = since
 				claims <- c
 			}()
@@ -108,12 +112,16 @@ type claimed struct {
 	since int // the dispatcher's wake-ups taken when the claim began
 }
 
-// claimAhead claims up to limit messages into the prefetched buffer.
-func (e *Engine) claimAhead(ctx context.Context, limit int) claimed {
-	msgs, err := e.claimMessages(ctx, limit)
+// claimAhead claims up to limit messages, of gated routes at most gated,
+// into the prefetched buffer.
+func (e *Engine) claimAhead(ctx context.Context, limit, gated int) claimed {
+	msgs, err := e.claimMessages(ctx, limit, gated)
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
 	e.claimingN -= limit
+	if e.timed {
+		e.claimingTimed -= gated
+	}
 	if err != nil {
 		return claimed{err: err}
 	}
@@ -187,17 +195,9 @@ func (e *Engine) startPrefetched() int {
 	return started
 }
 
-// claimMessages claims up to limit due messages, taking a pending token
-// for each. When a route's lanes are limited over time, gated routes'
-// messages are claimed for the send slots free now only, so that they are
-// sent as soon as their lane admits them; otherwise they are claimed ahead
-// like the others (a lane's concurrency counts from the claim). The caller
-// holds dispatchMu.
-func (e *Engine) claimMessages(ctx context.Context, limit int) ([]*Message, error) {
-	gated := limit
-	if e.timed {
-		gated = max(0, cap(e.slots)-len(e.slots)-e.timedAhead())
-	}
+// claimMessages claims up to limit due messages, of gated routes at most
+// gated, taking a pending token for each.
+func (e *Engine) claimMessages(ctx context.Context, limit, gated int) ([]*Message, error) {
 	msgs, err := e.store.Claim(ctx, Claim{
 		Now:            e.clock.Now(),
 		Limit:          limit,
@@ -213,6 +213,26 @@ func (e *Engine) claimMessages(ctx context.Context, limit int) ([]*Message, erro
 		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
 	}
 	return msgs, nil
+}
+
+// gatedLimit returns how many messages of gated routes a claim of limit
+// may take. When a route's lanes are limited over time (Admission.Timed),
+// they are claimed for the send slots free now, less those claimed or
+// being claimed for them, so that they are sent as soon as their lane
+// admits them; but at least one, so that a stream of other messages, which
+// fill every slot as it frees, cannot starve them: that one waits at the
+// buffer's front for the next free slot, no longer than one send. Otherwise
+// gated messages are claimed ahead like the others (a lane's concurrency
+// counts from the claim). The caller holds dispatchMu.
+func (e *Engine) gatedLimit(limit int) int {
+	if !e.timed {
+		return limit
+	}
+	free := cap(e.slots) - len(e.slots) - e.timedAhead() - e.claimingTimed
+	if e.timedAhead()+e.claimingTimed == 0 {
+		free = max(free, 1)
+	}
+	return min(limit, max(0, free))
 }
 
 // timedAhead counts the prefetched messages of routes limited over time,
@@ -251,7 +271,7 @@ func (e *Engine) startSend(m *Message) {
 			<-e.pending
 			e.nudge(e.wake) // the claim window may have been full
 		}()
-		t, ok, failed := e.send(m)
+		t, ok, outcome := e.send(m)
 		e.dispatchMu.Lock()
 		<-e.slots
 		if e.dispatching {
@@ -261,7 +281,9 @@ func (e *Engine) startSend(m *Message) {
 		e.nudge(e.wake)
 		if ok {
 			e.recordResult(e.sendCtx, m, t)
-			e.reportCircuit(e.sendCtx, m, failed)
+			if outcome != outcomeOther {
+				e.reportCircuit(e.sendCtx, m, outcome == outcomeTransient)
+			}
 		}
 	})
 }
@@ -269,12 +291,11 @@ func (e *Engine) startSend(m *Message) {
 // send hands a claimed message to its carrier and returns the transition
 // that records the answer; ok is false when there is nothing to record
 // (shutting down: the message stays SENT_TO_NS and is retried after its
-// deadline). failed tells whether the carrier failed transiently, which
-// counts towards its lane's circuit breaker.
-func (e *Engine) send(m *Message) (t Transition, ok, failed bool) {
+// deadline). outcome is what the answer tells the lane's circuit breaker.
+func (e *Engine) send(m *Message) (t Transition, ok bool, outcome sendOutcome) {
 	r, known := e.routes[m.Route]
 	if !known {
-		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true, false
+		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true, outcomeOther
 	}
 	sendCtx, cancel := context.WithTimeout(e.sendCtx, r.Policy.Timeouts.Accept)
 	var (
@@ -289,14 +310,18 @@ func (e *Engine) send(m *Message) (t Transition, ok, failed bool) {
 	cancel()
 	if err != nil {
 		if e.sendCtx.Err() != nil {
-			return Transition{}, false, false
+			return Transition{}, false, outcomeOther
 		}
 		if wait := retryAfter(err); wait > 0 {
-			return e.backpressure(r, m, err, wait), true, false
+			return e.backpressure(r, m, err, wait), true, outcomeOther
 		}
 		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
 		e.obs.Problem("carrier_error")
-		return e.failure(r, m, err, "send failed"), true, !r.classifier.Permanent(err)
+		outcome = outcomeTransient
+		if r.classifier.Permanent(err) {
+			outcome = outcomeOther
+		}
+		return e.failure(r, m, err, "send failed"), true, outcome
 	}
 	now := e.clock.Now()
 	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Reason: "accepted by carrier"}
@@ -311,8 +336,21 @@ func (e *Engine) send(m *Message) (t Transition, ok, failed bool) {
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
 		t.DueAt = now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt)))
 	}
-	return t, true, false
+	return t, true, outcomeAccepted
 }
+
+// sendOutcome is what a send's answer tells its lane's circuit breaker.
+type sendOutcome int
+
+const (
+	// outcomeOther tells it nothing: a permanent error (the message, not the
+	// endpoint, is wrong), a "not now", a removed route, a shutdown.
+	outcomeOther sendOutcome = iota
+	// outcomeAccepted: the carrier took the message.
+	outcomeAccepted
+	// outcomeTransient: the carrier failed in a way a retry may mend.
+	outcomeTransient
+)
 
 // failure decides what a failed stage leads to: DELIVERY_FAILED when the
 // error is permanent or the attempts are used up, TO_RETRY after the

@@ -107,12 +107,15 @@ type Engine struct {
 	pace         pace                  // how far to claim ahead; guarded by dispatchMu
 	openCircuits map[laneKey]time.Time // lanes this node saw open, until when; guarded by dispatchMu
 	claimingN    int                   // messages asked of the claims running; guarded by dispatchMu
-	dispatching  bool                  // the dispatch loop runs; guarded by dispatchMu
-	wake         chan struct{}         // nudges the dispatcher
-	retryPending chan struct{}         // tells the dispatcher to release due retries
-	eventPending chan struct{}         // nudges the outbox
-	dispatchMu   sync.Mutex            // one dispatch round at a time
-	sends        sync.WaitGroup
+	// claimingTimed is the gated messages the claims running may take
+	// when a route is limited over time (gatedLimit); guarded by dispatchMu.
+	claimingTimed int
+	dispatching   bool          // the dispatch loop runs; guarded by dispatchMu
+	wake          chan struct{} // nudges the dispatcher
+	retryPending  chan struct{} // tells the dispatcher to release due retries
+	eventPending  chan struct{} // nudges the outbox
+	dispatchMu    sync.Mutex    // one dispatch round at a time
+	sends         sync.WaitGroup
 
 	// busy counts what may still act without a call from outside or a
 	// move of the clock: the loops not parked (see park), the goroutines

@@ -12,6 +12,12 @@ import (
 	"time"
 )
 
+// The bounds of a message's priority (CONTRACT.md's limits).
+const (
+	MinPriority = -1000
+	MaxPriority = 1000
+)
+
 // SendRequest is a message to send, as a user gives it.
 type SendRequest struct {
 	Route          string
@@ -44,6 +50,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	}
 	if len(req.Payload) == 0 && req.Text == "" {
 		return nil, false, Invalid("payload", "one of payload or text is required")
+	}
+	if req.Priority < MinPriority || req.Priority > MaxPriority {
+		return nil, false, Invalid("priority", "%d is not within %d..%d", req.Priority, MinPriority, MaxPriority)
 	}
 	now := e.clock.Now()
 	if !req.ExpiresAt.IsZero() && !req.ExpiresAt.After(now) {

@@ -25,6 +25,8 @@ func TestSendBadInputStoresNothing(t *testing.T) {
 		{"neither payload nor text", `{"route":"hooks"}`, codeMissingField, "payload"},
 		{"priority as a string", `{"route":"hooks","text":"hi","priority":"high"}`, codeInvalidField, "priority: want an integer"},
 		{"priority as a fraction", `{"route":"hooks","text":"hi","priority":1.5}`, codeInvalidField, "priority: want an integer"},
+		{"priority above 1000", `{"route":"hooks","text":"hi","priority":1001}`, codeInvalidField, "priority: 1001 is not within -1000..1000"},
+		{"priority below -1000", `{"route":"hooks","text":"hi","priority":-4611686018427387905}`, codeInvalidField, "priority"},
 		{"param as a number", `{"route":"hooks","text":"hi","params":{"a":1}}`, codeInvalidField, "params: want an object of strings"},
 		{"params as a string", `{"route":"hooks","text":"hi","params":"a=1"}`, codeInvalidField, "params: want an object of strings"},
 		{"route as a number", `{"route":7,"text":"hi"}`, codeInvalidField, "route: want a string"},

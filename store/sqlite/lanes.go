@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -79,6 +80,7 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 		}
 	}
 	tx.rules = rules
+	tx.gatedJSON = string(routesJSON)
 	return nil
 }
 
@@ -137,7 +139,7 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 		picked           []string
 		lanes            []laneTaken
 		tenants          = map[[2]string]*tenantBucket{}
-		afterPrio, after = int64(noCap), ""
+		afterPrio, after = int64(math.MaxInt64), "" // before every lane: no priority is this high
 	)
 	for scanned := 0; len(picked) < limit && scanned < maxLaneScan; {
 		want := min(lanePage, limit-len(picked)+8) // a few more, for the lanes that admit nothing
@@ -202,7 +204,7 @@ func (tx *wtx) claimedFrom(lanes []laneTaken) error {
 
 // admitLane takes up to room messages of lane l at now, as a allows, and
 // records the dispatch in the lane; a lane held back by time is parked.
-func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, tenants map[[2]string]*tenantBucket) ([]string, error) {
+func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, tenants map[[2]string]*tenantBucket) (took []string, err error) {
 	nowMS := unixms.From(now)
 	n, park := room, int64(0)
 	if a.Concurrency > 0 {
@@ -250,9 +252,9 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	if a.Ordered {
 		take = tx.st.laneTakeOrdered
 	}
-	rows, err := take.Query(l.route, l.lane, nowMS, look)
+	rows, qerr := take.Query(l.route, l.lane, nowMS, look)
 	type queued struct{ id, tenant string }
-	due, err := collect(rows, err, func(sc rowScanner) (queued, error) {
+	due, err := collect(rows, qerr, func(sc rowScanner) (queued, error) {
 		var q queued
 		err := sc.Scan(&q.id, &q.tenant)
 		return q, err
@@ -260,7 +262,11 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	if err != nil {
 		return nil, err
 	}
-	var took []string
+	defer func() {
+		if len(took) == 0 && err == nil {
+			err = tx.hold(l, now)
+		}
+	}()
 	for _, q := range due {
 		if len(took) == n {
 			break
@@ -353,6 +359,18 @@ func (tx *wtx) reportCircuit(r herald.CircuitReport) (herald.CircuitChange, erro
 	until := unixms.From(r.At) + cool
 	_, err = tx.st.circuitOpen.Exec(r.Route, r.Lane, failures, cool, until)
 	return herald.CircuitChange{Opened: true, Until: unixms.Time(until), Failures: failures}, err
+}
+
+// holdRecheck is how long a lane that admitted nothing, with room and time
+// on its side (its messages not due yet, their targets' turn not come on
+// an ordered route, their tenants out of tokens), stays out of the claims'
+// way, unless a message joins it or one of it ends first.
+const holdRecheck = time.Second
+
+// hold parks lane l, which admitted nothing at now, for holdRecheck.
+func (tx *wtx) hold(l laneRow, now time.Time) error {
+	_, err := tx.st.holdLane.Exec(l.route, l.lane, unixms.From(now.Add(holdRecheck)))
+	return err
 }
 
 // tenantBucket is a tenant's bucket on a route during one claim.

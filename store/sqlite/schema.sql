@@ -116,6 +116,7 @@ CREATE TABLE IF NOT EXISTS lanes (
 	inflight     INTEGER NOT NULL DEFAULT 0,  -- messages in flight
 	cap          INTEGER NOT NULL,            -- the route's concurrency; 2^62 for none
 	ready_at     INTEGER NOT NULL DEFAULT 0,  -- parked until then (spacing, bucket, pause); 0: not parked
+	held         INTEGER NOT NULL DEFAULT 0,  -- 1: parked because it admitted nothing else (see lanes.go)
 	next_at      INTEGER NOT NULL DEFAULT 0,  -- spacing: the earliest next dispatch
 	tokens       REAL NOT NULL DEFAULT 0,     -- the lane's bucket as of tokens_at
 	tokens_at    INTEGER NOT NULL DEFAULT 0,  -- 0: never drawn from (full)
@@ -156,6 +157,7 @@ BEGIN
 			COALESCE((SELECT cap FROM lane_caps WHERE route = new.route), 4611686018427387904))
 	ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id
 		WHERE head_id = '' OR excluded.head_prio > head_prio OR (excluded.head_prio = head_prio AND excluded.head_id < head_id);
+	UPDATE lanes SET ready_at = 0, held = 0 WHERE held = 1 AND route = new.route AND lane = new.lane;
 END;
 
 -- A gated message that changes status: it may become the lane's head, stop
@@ -183,4 +185,7 @@ BEGIN
 	WHERE route = new.route AND lane = new.lane
 		AND (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
 			!= (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE');
+	-- A held lane may admit again once a message joins it or one of it ends.
+	UPDATE lanes SET ready_at = 0, held = 0 WHERE held = 1 AND route = new.route AND lane = new.lane
+		AND (new.status = 'QUEUED' OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED');
 END;

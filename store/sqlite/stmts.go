@@ -21,10 +21,10 @@ type writeStmts struct {
 	killEvent                             *sql.Stmt
 
 	// The lanes' statements (lanes.go).
-	unparkLanes, readyLanes, laneTake, laneTakeOrdered   *sql.Stmt
-	parkLane, laneDispatched, laneProbe, laneClaimed     *sql.Stmt
-	laneCircuit, circuitOpen, circuitClose, circuitCount *sql.Stmt
-	pauseLane, tenantBucket, saveTenantBucket            *sql.Stmt
+	unparkLanes, readyLanes, laneTake, laneTakeOrdered         *sql.Stmt
+	parkLane, holdLane, laneDispatched, laneProbe, laneClaimed *sql.Stmt
+	laneCircuit, circuitOpen, circuitClose, circuitCount       *sql.Stmt
+	pauseLane, tenantBucket, saveTenantBucket                  *sql.Stmt
 
 	// The claim statements, of ungated and of gated messages, prepared on
 	// first use and keyed by the number of routes with their own accept
@@ -83,7 +83,8 @@ func (st *writeStmts) defs() []stmtDef {
 			WHERE tenant = ? AND route = ? AND coalesce_key = ? AND coalesce_key != '' AND ` + waitingSQL + `
 			ORDER BY id`},
 		// The lease survives a move between in-flight stages (?9) and is
-		// cleared by any other. ?8 resets the attempts, ?15 takes one back. A change of status (?13) counts in seq,
+		// cleared by any other. ?8 resets the attempts, ?15 takes one back;
+		// ?16 sets gated again from the gated routes ?17 (a replay). A change of status (?13) counts in seq,
 		// sets updated_at and appends its timeline entry: the new attempt
 		// followed by the entry's tail (?14).
 		{&st.transition, `UPDATE messages SET
@@ -93,6 +94,7 @@ func (st *writeStmts) defs() []stmtDef {
 				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
 				attempt = CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
+				gated = CASE WHEN ?16 THEN route IN (SELECT value FROM json_each(?17)) ELSE gated END,
 				updated_at = CASE WHEN ?13 THEN ?2 ELSE updated_at END,
 				seq = seq + ?13,
 				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END) || ?14 ELSE timeline END
@@ -111,7 +113,8 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.deleteEvent, `DELETE FROM events WHERE id = ?`},
 		{&st.retryEvent, `UPDATE events SET due_at = ?, attempt = ?, last_error = ? WHERE id = ?`},
 		{&st.killEvent, `UPDATE events SET dead = 1, attempt = ?, last_error = ? WHERE id = ?`},
-		{&st.unparkLanes, `UPDATE lanes INDEXED BY lanes_parked SET ready_at = 0 WHERE ready_at > 0 AND ready_at <= ?`},
+		{&st.unparkLanes, `UPDATE lanes INDEXED BY lanes_parked SET ready_at = 0, held = 0 WHERE ready_at > 0 AND ready_at <= ?`},
+		{&st.holdLane, `UPDATE lanes SET ready_at = ?3, held = 1 WHERE route = ?1 AND lane = ?2`},
 		// The lanes that may admit, in claim order, after (?1, ?2).
 		{&st.readyLanes, `SELECT route, lane, head_prio, head_id, inflight, next_at, tokens, tokens_at, paused_until, circuit, cool
 			FROM lanes INDEXED BY lanes_ready
@@ -143,8 +146,9 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.laneProbe, `UPDATE lanes SET circuit = 'probing', paused_until = ?3, pause_reason = 'circuit_probe',
 			ready_at = MAX(ready_at, ?3) WHERE route = ?1 AND lane = ?2`},
 		{&st.laneCircuit, `SELECT failures, circuit, cool FROM lanes WHERE route = ? AND lane = ?`},
-		{&st.circuitOpen, `UPDATE lanes SET failures = ?3, circuit = 'open', cool = ?4, paused_until = ?5,
-			pause_reason = 'circuit_open', ready_at = MAX(ready_at, ?5) WHERE route = ?1 AND lane = ?2`},
+		{&st.circuitOpen, `UPDATE lanes SET failures = ?3, circuit = 'open', cool = ?4, paused_until = MAX(paused_until, ?5),
+			pause_reason = CASE WHEN ?5 >= paused_until THEN 'circuit_open' ELSE pause_reason END,
+			ready_at = MAX(ready_at, ?5) WHERE route = ?1 AND lane = ?2`},
 		// A circuit's pause ends with it; a lane parked by a pause that
 		// ended is unparked, and the next claim parks it again if need be.
 		{&st.circuitClose, `UPDATE lanes SET failures = 0, circuit = '', cool = 0,
@@ -153,7 +157,10 @@ func (st *writeStmts) defs() []stmtDef {
 			pause_reason = CASE WHEN pause_reason LIKE 'circuit%' THEN '' ELSE pause_reason END
 			WHERE route = ?1 AND lane = ?2`},
 		{&st.circuitCount, `UPDATE lanes SET failures = ?3 WHERE route = ?1 AND lane = ?2`},
-		{&st.pauseLane, `UPDATE lanes SET paused_until = ?2, pause_reason = ?3, ready_at = MAX(ready_at, ?2)
+		// A pause never shortens the one in force; the longer one's reason stays.
+		{&st.pauseLane, `UPDATE lanes SET paused_until = MAX(paused_until, ?2),
+				pause_reason = CASE WHEN ?2 >= paused_until THEN ?3 ELSE pause_reason END,
+				ready_at = MAX(ready_at, ?2)
 			WHERE route = (SELECT route FROM messages WHERE id = ?1 AND gated = 1)
 				AND lane = (SELECT lane FROM messages WHERE id = ?1)`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},

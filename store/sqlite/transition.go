@@ -24,10 +24,26 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 // transitions waiting beside it (see applyTransitions).
 func transitionRequest(ctx context.Context, t herald.Transition) *request {
 	r := &request{ctx: ctx, run: func(tx *wtx) error { return tx.transition(t) }, done: make(chan struct{})}
-	if !t.UndoAttempt && t.PauseUntil.IsZero() { // the grouped statement knows neither
+	if !t.UndoAttempt && t.PauseUntil.IsZero() && !requeued(t) { // the grouped statement knows none of these
 		r.tr = &t
 	}
 	return r
+}
+
+// requeued reports whether t brings a terminal message back to QUEUED (a
+// replay): the route's gating may have changed since it ended, so the
+// transition sets it again, in the same statement, so that the lanes'
+// triggers see it.
+func requeued(t herald.Transition) bool {
+	return t.From.Terminal() && t.To == herald.StatusQueued
+}
+
+// gatedRoutes returns the gated routes' names as a JSON array.
+func (tx *wtx) gatedRoutes() string {
+	if tx.gatedJSON == "" {
+		return "[]"
+	}
+	return tx.gatedJSON
 }
 
 // transition is Transition inside the writer's transaction: one UPDATE
@@ -40,7 +56,7 @@ func (tx *wtx) transition(t herald.Transition) error {
 		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
-		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt,
+		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedRoutes(),
 	).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)

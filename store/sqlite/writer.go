@@ -43,8 +43,10 @@ type wtx struct {
 	conn  *sql.Conn
 	st    *writeStmts
 	lease int64 // the last lease handed out
-	// rules are the gated routes' admission (SetAdmission).
-	rules map[string]herald.Admission
+	// rules are the gated routes' admission (SetAdmission), and gatedJSON
+	// their names as a JSON array.
+	rules     map[string]herald.Admission
+	gatedJSON string
 }
 
 // openWriter opens the read-write connection to the database at path,

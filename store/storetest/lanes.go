@@ -356,6 +356,64 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("ManyBlockedLanesKeepNoneBack", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {TenantRate: herald.Rate{N: 1, Per: time.Hour}}})
+		blocked := make([]*herald.Message, 4200) // more lanes than a claim looks at
+		for i := range blocked {
+			blocked[i] = newMessage("g")
+			blocked[i].Lane = fmt.Sprintf("gw-%04d", i)
+		}
+		h.createAll(blocked)
+		other := newMessage("g")
+		other.Tenant, other.Lane = "globex", "gw-new"
+		h.create(other)
+		// A lane that admits nothing is set aside (until a token comes, or
+		// a message joins or leaves it): each costs the claims once, so
+		// globex's message comes within a bounded number of claims.
+		var got []string
+		for range 20 {
+			if got = append(got, ids(h.claimGated(t0, 10))...); slices.Contains(got, other.ID) {
+				break
+			}
+		}
+		if !slices.Contains(got, other.ID) || len(got) != 2 {
+			t.Errorf("20 claims took %v, want acme's one token's worth and globex's %s", got, other.ID)
+		}
+	})
+
+	t.Run("ReplayTakesTheRulesOfNow", func(t *testing.T) {
+		h := open(t)
+		replay := func(id string) {
+			t.Helper()
+			h.transition(herald.Transition{ID: id, From: herald.StatusDeliveryFailed, To: herald.StatusQueued, At: t0, DueAt: t0, ResetAttempts: true})
+		}
+		// Gated when it failed, ungated when replayed: claimed as ungated.
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		was := h.createN("g", "A", 1)[0]
+		h.claimGated(t0, 1)
+		h.transition(herald.Transition{ID: was.ID, From: herald.StatusSentToNS, To: herald.StatusDeliveryFailed, At: t0})
+		h.admit(map[string]herald.Admission{})
+		replay(was.ID)
+		got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 10, DefaultAccept: 20 * time.Second})
+		if err != nil || !slices.Equal(ids(got), []string{was.ID}) {
+			t.Fatalf("ungated claim after the replay = %v, %v; want %s", ids(got), err, was.ID)
+		}
+		h.transition(herald.Transition{ID: was.ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, Lease: got[0].Lease, At: t0})
+		// Ungated when it failed, gated when replayed: its lane's cap holds.
+		now := h.createN("g", "A", 1)[0]
+		h.walk(now.ID, t0, herald.StatusQueued, herald.StatusSentToNS, herald.StatusDeliveryFailed)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		busy := h.createN("g", "A", 1)[0]
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{busy.ID}) {
+			t.Fatalf("claim = %v, want %s", ids(got), busy.ID)
+		}
+		replay(now.ID)
+		if got := h.claimGated(t0, 10); len(got) != 0 {
+			t.Fatalf("claim of a replayed message whose lane is full = %v, want none", ids(got))
+		}
+	})
+
 	t.Run("Lanes", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}, "h": {Concurrency: 1}})
