@@ -170,7 +170,8 @@ type Transition struct {
 	UndoAttempt bool
 	// PauseUntil, when non-zero, pauses the message's lane until then, for
 	// PauseReason, when its route is gated: no message of the lane is
-	// claimed before.
+	// claimed before. A pause never shortens the one in force; the reason
+	// is the longer pause's.
 	PauseUntil  time.Time
 	PauseReason string
 	// Notify names the subscribers to enqueue an outcome event for.

@@ -27,8 +27,9 @@ import (
 // holds one back, whatever its lane.
 
 // SetAdmission keeps rules as the gated routes' admission, and applies
-// them to the messages stored: see lua/admission.lua. Rules equal to
-// those kept cost one round trip and change nothing.
+// them to the messages stored: see lua/admission.lua, which also counts
+// the lanes' messages in flight afresh, in the same call. Rules equal to
+// those kept change nothing but that count, which recount makes in steps.
 func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admission) error {
 	args := make([]any, 0, 2*len(rules))
 	for _, route := range slices.Sorted(maps.Keys(rules)) {
@@ -38,8 +39,42 @@ func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admiss
 		}
 		args = append(args, esc(route), admission(a))
 	}
-	_, err := s.eval(ctx, admissionScript, args...)
+	res, err := s.eval(ctx, admissionScript, args...)
+	if err == nil && res == int64(0) && len(rules) > 0 {
+		err = s.recount(ctx, args)
+	}
 	return wrap(ctx, "set admission", err)
+}
+
+// recountStep is how many lanes, or messages in flight, a step of recount
+// looks at.
+const recountStep = 500
+
+// recount counts the messages in flight of the gated routes' lanes afresh
+// from the messages, as SetAdmission promises, when the rules did not
+// change (admission.lua does when they do). It walks the lanes of each
+// route (every other of args, escaped), and then the messages in flight,
+// in steps of lua/recount.lua: each is a short call, so that a store with
+// many messages in flight is not held up, and needs no lock, as each
+// decides by the messages as they are then.
+func (s *Store) recount(ctx context.Context, args []any) error {
+	walk := func(what, route string) error {
+		for cursor := "0"; ; {
+			res, err := s.eval(ctx, recountScript, what, route, cursor, recountStep)
+			if err != nil {
+				return err
+			}
+			if cursor = str(res); cursor == "0" {
+				return nil
+			}
+		}
+	}
+	for i := 0; i < len(args); i += 2 {
+		if err := walk("lanes", args[i].(string)); err != nil {
+			return err
+		}
+	}
+	return walk("flying", "")
 }
 
 // admission returns a as adm keeps it (see lua/lib.lua): its limits, then,

@@ -16,6 +16,13 @@ type storeCall struct {
 	call func(ctx context.Context, s *Store) error
 }
 
+// setAdmission gates route r1 with every limit.
+func setAdmission(ctx context.Context, s *Store) error {
+	return s.SetAdmission(ctx, map[string]herald.Admission{"r1": {Spacing: time.Second, Concurrency: 2,
+		Rate: herald.Rate{N: 5, Per: time.Second}, TenantRate: herald.Rate{N: 5, Per: time.Second}, Ordered: true,
+		Circuit: herald.Circuit{Failures: 1, CoolDown: time.Second}}})
+}
+
 // everyMethod calls every method of the Store but Close once, on the
 // messages of seed.
 var everyMethod = []storeCall{
@@ -37,15 +44,12 @@ var everyMethod = []storeCall{
 		_, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 1, DefaultAccept: time.Second})
 		return err
 	}},
-	{"SetAdmission", func(ctx context.Context, s *Store) error {
-		return s.SetAdmission(ctx, map[string]herald.Admission{"r1": {Spacing: time.Second, Concurrency: 2,
-			Rate: herald.Rate{N: 5, Per: time.Second}, TenantRate: herald.Rate{N: 5, Per: time.Second}, Ordered: true,
-			Circuit: herald.Circuit{Failures: 1, CoolDown: time.Second}}})
-	}},
+	{"SetAdmission", setAdmission},
 	{"ClaimGated", func(ctx context.Context, s *Store) error {
 		_, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 2, GatedLimit: 2, DefaultAccept: time.Second})
 		return err
 	}},
+	{"SetAdmissionUnchanged", setAdmission}, // recounts in steps of its own
 	{"Lane", func(ctx context.Context, s *Store) error { _, err := s.Lane(ctx, "r1", "", "acme"); return err }},
 	{"Lanes", func(ctx context.Context, s *Store) error { _, err := s.Lanes(ctx, "", 10); return err }},
 	{"FirstActive", func(ctx context.Context, s *Store) error { _, err := s.FirstActive(ctx, "r1", "device-1"); return err }},

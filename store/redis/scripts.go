@@ -41,6 +41,7 @@ var (
 	settleEventScript = function("settle_event")
 	admissionScript   = function("admission")
 	circuitScript     = function("circuit")
+	recountScript     = function("recount")
 )
 
 // script is a function of the library, by the name the server knows it by.

@@ -1,12 +1,14 @@
 -- admission.lua is Store.SetAdmission. ARGV: pairs of a gated route
 -- (escaped) and its admission, as adm keeps it. When they are the rules
--- kept already, it changes nothing and returns 0. Otherwise it keeps them
--- and returns 1, having moved the waiting messages of the routes gated or
--- ungated since, counted the lanes' messages in flight afresh from the
--- messages (which repairs a slot that leaked), indexed afresh by target
--- the active messages of the routes ordered before or now, and put every
--- lane in its place. That costs a call in proportion to the messages it
--- moves and indexes, and to the messages in flight.
+-- kept already, it changes nothing and returns 0 (SetAdmission then
+-- recounts the messages in flight in steps: see recount.lua). Otherwise
+-- it keeps them and returns 1, having moved the waiting messages of the
+-- routes gated or ungated since, counted the lanes' messages in flight
+-- afresh from the messages (which repairs a slot that leaked), indexed
+-- afresh by target the active messages of the routes ordered before or
+-- now (and found which of their queued messages wait for their target's
+-- turn), and put every lane in its place. That costs a call in proportion
+-- to the messages it moves and indexes, and to the messages in flight.
 local want, n = {}, 0
 for i = 1, #ARGV, 2 do
 	want[ARGV[i]], n = ARGV[i + 1], n + 1
@@ -49,7 +51,11 @@ local function ungate(route)
 			end
 			local ids, add = {}, {}
 			for i = 1, #page, 2 do
-				ids[#ids + 1], add[#add + 1], add[#add + 2] = page[i], page[i + 1], page[i]
+				local score = tonumber(page[i + 1])
+				if score >= WAITS then -- it waited for its target's turn: no more
+					score = score - WAIT
+				end
+				ids[#ids + 1], add[#add + 1], add[#add + 2] = page[i], fmt(score), page[i]
 			end
 			redis.call('ZADD', P .. 'ready', unpack(add))
 			redis.call('ZREM', lq, unpack(ids))
@@ -174,6 +180,32 @@ for from = 0, redis.call('ZCARD', inflight) - 1, PAGE do
 			lanes[rl] = true
 		end
 		retarget(m)
+	end
+end
+
+-- Give the queued messages of the gated routes in reorder their place in
+-- lq, now that tgt holds every active message: at the end when they wait
+-- for their target's turn (see waits), by priority otherwise.
+for route in pairs(reorder) do
+	if want[route] then
+		local ordered = rule(route).ordered
+		for _, tenant in ipairs(routetenants(route)) do
+			local grp = P .. 'grp:' .. tenant .. '|' .. route .. '|QUEUED'
+			for from = 0, redis.call('ZCARD', grp) - 1, PAGE do
+				for _, id in ipairs(redis.call('ZRANGE', grp, from, from + PAGE - 1)) do
+					local m = load(id)
+					local rl = laneof(m)
+					if rl then
+						local score = negated(m.prio)
+						if ordered and m.target and behind(route, m.target, id) then
+							score = fmt(WAIT - num(m.prio))
+						end
+						redis.call('ZADD', P .. 'lq:' .. rl, 'XX', score, id)
+						lanes[rl] = true
+					end
+				end
+			end
+		end
 	end
 end
 

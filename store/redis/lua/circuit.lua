@@ -2,9 +2,10 @@
 -- 1 for a transient failure or 0 for a success, and the longest cool-down
 -- (ms). It returns {opened, closed, until, failures}, the CircuitChange
 -- (1 or 0 for true or false, until 0 unless opened), having changed the
--- circuit of the lane's state (lst: fails, circ, cool) and its pause, and
--- put the lane in its place at at. A route without a circuit is left
--- alone.
+-- circuit of the lane's state (lst: fails, circ, cool) and its pause (an
+-- opening circuit never shortens a longer pause, and keeps its reason:
+-- see pause), and put the lane in its place at at. A route without a
+-- circuit is left alone.
 local route, at, failed, maxcool = ARGV[1], tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
 local r = rule(route)
 if not r or r.cfail == 0 then
@@ -12,10 +13,11 @@ if not r or r.cfail == 0 then
 end
 local rl = route .. '|' .. ARGV[2]
 local key = P .. 'lst:' .. rl
-local v = redis.call('HMGET', key, 'fails', 'circ', 'cool', 'why')
+local v = redis.call('HMGET', key, 'fails', 'circ', 'cool', 'why', 'pause')
 local fails, circ, cool = num(v[1]), v[2] or '', num(v[3])
 
--- A success closes the circuit and ends its pause (not another one).
+-- A success closes the circuit and ends its pause (not another one, nor
+-- one that another pause outlasted: it kept that one's reason).
 if not failed then
 	if fails == 0 and circ == '' then
 		return { 0, 0, 0, 0 }
@@ -40,6 +42,7 @@ else -- counting, or open already: messages sent before it opened answer late
 	return { 0, 0, 0, fails }
 end
 local til = at + cool
-redis.call('HSET', key, 'fails', fails, 'circ', 'open', 'cool', cool, 'pause', til, 'why', 'circuit_open')
+redis.call('HSET', key, 'fails', fails, 'circ', 'open', 'cool', cool,
+	unpack(pause({ pause = num(v[5]) }, til, 'circuit_open')))
 place(lanestate(rl), at)
 return { 1, 0, til, fails }

@@ -18,11 +18,15 @@ if #due > 0 then
 	local ready = {}
 	for _, id in ipairs(due) do
 		local m = {}
-		m.created, m.prio, m.tenant, m.route, m.lane = keyed(redis.call('HGET', P .. 'm:' .. id, 'k'))
+		m.created, m.prio, m.tenant, m.route, m.lane, m.target = keyed(redis.call('HGET', P .. 'm:' .. id, 'k'))
 		local rl = laneof(m)
 		if rl then
 			redis.call('ZREM', P .. 'ld:' .. rl, id)
-			redis.call('ZADD', P .. 'lq:' .. rl, -num(m.prio), id)
+			if m.target and rule(m.route).ordered and behind(m.route, m.target, id) then
+				waits(rl, id, m.prio)
+			else
+				redis.call('ZADD', P .. 'lq:' .. rl, -num(m.prio), id)
+			end
 			touched[rl] = now
 		else
 			ready[#ready + 1], ready[#ready + 2] = -num(m.prio), id
@@ -43,10 +47,11 @@ local picked = {}
 -- back in its place; it parks when it admits none. A claim looks at no
 -- more than SKIPS lanes that admit nothing, and at no more than LOOK
 -- messages of a lane for one that may go: whose tenant has a token and,
--- on an ordered route, whose target has no older active message. A lane
--- whose first LOOK messages all wait for their targets' turn is held (see
--- place) until a message of one of those targets ends: a message behind
--- them waits too, even if its own target is free, until the lane moves on.
+-- on an ordered route, whose target has no older active message. One
+-- that waits for its target's turn goes to the end of lq (see waits)
+-- until then, out of the way of the next claims; a lane whose LOOK
+-- messages all wait is looked at again by the next claim, and is held
+-- (see place) once all of its messages wait.
 local WAKE, SKIPS, LOOK = 1000, 256, 64
 
 -- buckets holds the tenants' buckets that the claim read: R|T -> {key,
@@ -63,13 +68,6 @@ local function bucket(r, m)
 		buckets[key] = b
 	end
 	return b
-end
-
--- behind reports whether m, of an ordered route, waits for an older
--- active message of its target.
-local function behind(m)
-	local key = P .. 'tgt:' .. m.route .. '|' .. m.target
-	return redis.call('ZRANGEBYLEX', key, '-', '(' .. m.id, 'LIMIT', 0, 1)[1] ~= nil
 end
 
 -- take takes message m of lane l for the claim, with a token of its
@@ -92,9 +90,11 @@ local function take(l, m, b)
 		h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'tok', fmt(l.tok), 'tat', now
 	end
 	if r.cfail > 0 and l.circ ~= '' then
-		l.circ, l.pause = 'probing', now + l.cool
-		h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'circ', 'probing', 'pause', l.pause
-		h[#h + 1], h[#h + 2] = 'why', 'circuit_probe'
+		l.circ = 'probing'
+		h[#h + 1], h[#h + 2] = 'circ', 'probing'
+		for _, v in ipairs(pause(l, now + l.cool, 'circuit_probe')) do
+			h[#h + 1] = v
+		end
 	end
 	if #h > 0 then
 		redis.call('HSET', P .. 'lst:' .. rl, unpack(h))
@@ -109,7 +109,7 @@ end
 -- admits at now, and returns it: nil when there is none. head is the
 -- lane's first message, which it takes unless its tenant has no token or
 -- it waits for its target's turn (it then looks at the lane's first LOOK
--- messages). It puts the lane in its place.
+-- messages, but for those known to wait). It puts the lane in its place.
 local function admit(l, head)
 	local r, rl = l.rule, l.rl
 	if wake(l, now) > now or (r.conc > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) >= r.conc) then
@@ -117,10 +117,11 @@ local function admit(l, head)
 		return nil
 	end
 	local later -- the earliest time that a tenant without a token gets one
-	local held = false -- a message waits for its target's turn
+	local waited = 0 -- how many of the messages looked at wait for their target's turn
 	-- admissible returns whether the lane may take message id (m, from
 	-- load) at now, and its tenant's bucket; it drops an id that is not
-	-- QUEUED and due from lq.
+	-- QUEUED and due from lq, and puts one that waits for its target's
+	-- turn at the end of lq.
 	local function admissible(id, m)
 		if not m or m.st ~= 'QUEUED' then
 			redis.call('ZREM', P .. 'lq:' .. rl, id)
@@ -128,8 +129,9 @@ local function admit(l, head)
 			redis.call('ZREM', P .. 'lq:' .. rl, id)
 			redis.call('ZADD', P .. 'delayed', m.due, id)
 			redis.call('ZADD', P .. 'ld:' .. rl, m.due, id)
-		elseif r.ordered and m.target and behind(m) then
-			held = true
+		elseif r.ordered and m.target and behind(m.route, m.target, id) then
+			waits(rl, id, m.prio)
+			waited = waited + 1
 		else
 			local b = r.tn > 0 and bucket(r, m)
 			if not b or b.tok >= 1 then
@@ -141,7 +143,8 @@ local function admit(l, head)
 	end
 	local m, ok, b = head, admissible(head.id, head)
 	if not ok then
-		for _, id in ipairs(redis.call('ZRANGE', P .. 'lq:' .. rl, 0, LOOK - 1)) do
+		local ids = redis.call('ZRANGEBYSCORE', P .. 'lq:' .. rl, '-inf', '(' .. fmt(WAITS), 'LIMIT', 0, LOOK)
+		for _, id in ipairs(ids) do
 			if id ~= head.id then
 				m = load(id)
 				ok, b = admissible(id, m)
@@ -153,8 +156,11 @@ local function admit(l, head)
 	end
 	if not ok then
 		-- A tenant's token comes by itself; a target's turn when a message
-		-- of the target ends, which touches the lane (see relane).
-		place(l, now, later, held and not later)
+		-- of the target ends, which gives the message its place and
+		-- touches the lane (see relane). A lane whose messages looked at
+		-- went to the end of lq may have others that may go: the next
+		-- claim looks at it, not this one, which goes on to other lanes.
+		place(l, now, later, waited > 0)
 		return nil
 	end
 	take(l, m, b)

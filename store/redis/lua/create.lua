@@ -99,14 +99,20 @@ local function create(o, n)
 	else
 		local _, _, _, _, lane, target = keyed(ARGV[f + 1])
 		local rl = route .. '|' .. lane
+		if r.ordered then
+			-- A message that waits for its target's turn goes to the end of
+			-- lq (see waits). tgt takes each message at once, for the
+			-- messages of its target after it in the batch.
+			if where == 'ready' and behind(route, target, id) then
+				score = fmt(WAIT + tonumber(score))
+			end
+			redis.call('ZADD', P .. 'tgt:' .. route .. '|' .. target, '0', id)
+		end
 		if where == 'ready' then
 			zadd(P .. 'lq:' .. rl, score, id)
 		else
 			zadd(P .. 'delayed', score, id)
 			zadd(P .. 'ld:' .. rl, score, id)
-		end
-		if r.ordered then
-			zadd(P .. 'tgt:' .. route .. '|' .. target, '0', id)
 		end
 		touched[rl] = num(created)
 	end

@@ -43,7 +43,10 @@
 --                 |ordered (1 or 0)|circuit failures|circuit cool-down
 --                 (durations in ms, 0 for none; the versions before knew
 --                 the first six only)
---   lq:<R|L>      zset: the lane's QUEUED and due; score -priority, as ready
+--   lq:<R|L>      zset: the lane's QUEUED and due; score -priority, as ready,
+--                 but WAIT - priority for a message of an ordered route
+--                 known to wait for its target's turn (an older active
+--                 message of its target in tgt): after the others
 --   ld:<R|L>      zset: the lane's QUEUED due later (in delayed too); score
 --                 due_at
 --   lin:<R|L>     zset: the lane's messages in flight, each holding a slot
@@ -64,9 +67,12 @@
 --                 (escaped); score 0, so by id: the first holds the others
 --                 back
 -- A lane with a head is in lsched or lpark, or else full (as many in
--- flight as its concurrency) or held (its first messages wait for their
--- targets' turn), until what frees a slot, or ends a message of one of
--- those targets, puts it back.
+-- flight as its concurrency) or held (its head waits for its target's
+-- turn, and so every message of lq does), until what frees a slot, or
+-- ends a message of one of those targets, puts it back. A message waits
+-- at the end of lq (score WAIT - priority) from when its create, or a
+-- claim that looks at it, finds that it waits, until the end of the
+-- message it waits for gives it its place again (relane).
 --
 -- Message fields: s = status|attempt|lease|seq|updated|due|deadline|expires
 -- (what transitions change; seq counts them), k = created|priority|T|R|L|G|
@@ -515,6 +521,23 @@ local function fmt(v)
 	return string.format('%.17g', v)
 end
 
+-- WAIT is what lq adds to the score of a message that waits for its
+-- target's turn, and WAITS the least score of such a message: the
+-- priorities (within +-1000) stay far from both.
+local WAIT, WAITS = 2 ^ 40, 2 ^ 39
+
+-- behind reports whether message id of route, for target, waits for an
+-- older active message of its target (the route being ordered).
+local function behind(route, target, id)
+	return redis.call('ZRANGEBYLEX', P .. 'tgt:' .. route .. '|' .. target, '-', '(' .. id, 'LIMIT', 0, 1)[1] ~= nil
+end
+
+-- waits puts message id, of priority prio, at the end of lane rl's lq
+-- (which holds it): it waits for its target's turn.
+local function waits(rl, id, prio)
+	redis.call('ZADD', P .. 'lq:' .. rl, fmt(WAIT - num(prio)), id)
+end
+
 -- lanestate returns the state of lane rl (R|L), from lst, with its route
 -- and the route's rule.
 local function lanestate(rl)
@@ -524,6 +547,20 @@ local function lanestate(rl)
 		rl = rl, route = route, rule = rule(route), next = num(v[1]), tok = num(v[2]), tat = num(v[3]),
 		pause = num(v[4]), sch = v[5] ~= '' and v[5], park = num(v[6]), circ = v[7] or '', cool = num(v[8]),
 	}
+end
+
+-- pause returns the fields of lst that pause lane l (from lanestate, or
+-- with the current pause only) until til for why, as HSET takes them,
+-- and sets l.pause: none when it is paused as long already. A pause never
+-- shortens another; the longer keeps its reason, and the later one's goes
+-- only with a pause at least as long.
+local function pause(l, til, why)
+	til = num(til)
+	if til < l.pause then
+		return {}
+	end
+	l.pause = til
+	return { 'pause', til, 'why', why }
 end
 
 -- tokens returns the tokens at now of a bucket that refills n every per
@@ -561,19 +598,21 @@ end
 -- place puts lane l (from lanestate, of a gated route) in its place at
 -- now: in lsched under its head when it may admit a message, in lpark
 -- until it may (and not before later, when given), in neither when it has
--- no head, is full or is held (its first messages wait for their targets'
--- turn: a claim found so). With now nil (unknown), a lane with a head and
--- a free slot goes in lsched, for a claim to look at. It keeps ln too.
-local function place(l, now, later, held)
+-- no head, is full or is held (its head waits for its target's turn).
+-- With now nil (unknown), a lane with a head and a free slot goes in
+-- lsched, for a claim to look at. With defer, a lane that may admit now
+-- goes in lpark at now instead: the claims after this one look at it. It
+-- keeps ln too.
+local function place(l, now, later, defer)
 	local rl, r = l.rl, l.rule
 	local head = redis.call('ZRANGE', P .. 'lq:' .. rl, 0, 0, 'WITHSCORES')
 	local flying = redis.call('ZCARD', P .. 'lin:' .. rl)
 	local sch, park = false, 0
-	if head[1] and not held and (r.conc == 0 or flying < r.conc) then
+	if head[1] and tonumber(head[2]) < WAITS and (r.conc == 0 or flying < r.conc) then
 		if now then
-			park = math.max(wake(l, now), later or 0)
+			park = math.max(wake(l, now), later or 0, defer and now or 0)
 		end
-		if now == nil or park <= now then
+		if now == nil or (park <= now and not defer) then
 			sch, park = head[1], 0
 		end
 	end
@@ -610,14 +649,18 @@ local function place(l, now, later, held)
 end
 
 -- relane puts each lane that the call touched in its place, at the time
--- it was touched, and first touches, for each target of an ordered route
--- whose message the call ended, the lane of its next message: a lane held
--- by it may admit again, even a lane that the call did not change.
+-- it was touched, and first, for each target of an ordered route whose
+-- message the call ended, gives the target's next message its place in
+-- its lane's lq (when it is there, waiting for its turn) and touches its
+-- lane: a lane held by it may admit again, even a lane that the call did
+-- not change.
 local function relane()
 	for tgt, at in pairs(ended) do
 		local next = redis.call('ZRANGE', tgt, 0, 0)[1]
 		local m = next and load(next)
-		if m and m.st == 'QUEUED' then
+		local rl = m and m.st == 'QUEUED' and laneof(m)
+		if rl then
+			redis.call('ZADD', P .. 'lq:' .. rl, 'XX', negated(m.prio), next)
 			touch(m, at)
 		end
 	end

@@ -2,7 +2,8 @@
 -- order. ARGV holds, for each, the number of its arguments and then them:
 -- id, from, to, lease (0 for any), at, due, deadline, expires, external id,
 -- last error, attempts (reset, undo or 0: see move), reason, the pause of
--- the message's lane (until|reason, or 0 for none), then the subscribers
+-- the message's lane (until|reason, or 0 for none; a pause never shortens
+-- the lane's current one: see pause), then the subscribers
 -- to notify. The reply has, for each, 0 when applied, 1 when there is no
 -- such message, 2 on a conflict, or {'ERR', text} (see batch).
 local function transition(o, n)
@@ -19,7 +20,11 @@ local function transition(o, n)
 	local rl = ARGV[o + 12] ~= '0' and laneof(m)
 	if rl then
 		local til, why = string.match(ARGV[o + 12], '^(%d+)|(.*)$')
-		redis.call('HSET', P .. 'lst:' .. rl, 'pause', til, 'why', why)
+		local key = P .. 'lst:' .. rl
+		local h = pause({ pause = num(redis.call('HGET', key, 'pause')) }, til, why)
+		if #h > 0 then
+			redis.call('HSET', key, unpack(h))
+		end
 	end
 	return 0
 end
