@@ -123,8 +123,20 @@ func TestOverlaps(t *testing.T) {
 // A client that gives up during the delay delivers nothing.
 func TestClientGoneDuringDelay(t *testing.T) {
 	s, url := start(t, Config{Delay: time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() { // the client goes once the sink has begun the request, not before it got it
+		for {
+			s.mu.Lock()
+			begun := s.attempts["gone"] > 0
+			s.mu.Unlock()
+			if begun || ctx.Err() != nil {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("x"))
 	req.Header.Set("Idempotency-Key", "gone")
 	if _, err := http.DefaultClient.Do(req); err == nil {
