@@ -70,6 +70,7 @@ func TestParseContractExample(t *testing.T) {
 
 func TestParseCarrierKeys(t *testing.T) {
 	t.Setenv("HERALD_API_KEY", "k2")
+	t.Setenv("TELEGRAM_BOT_TOKEN", "123:abc")
 	f := mustParseFile(t, "carriers.yaml")
 
 	keys, err := f.Keys()
@@ -122,6 +123,12 @@ func TestParseCarrierKeys(t *testing.T) {
 		t.Errorf("calin-v1 keys = %+v", v1)
 	}
 
+	tg := f.Routes[3]
+	if tg.Carrier != CarrierTelegram || tg.TokenEnv != "TELEGRAM_BOT_TOKEN" || tg.BaseURL != "http://127.0.0.1:8081" ||
+		tg.ProfileName() != herald.ProfileChannel {
+		t.Errorf("telegram keys = %+v", tg)
+	}
+
 	th := f.Health.Thresholds()
 	if th.QueueDepthWarning != 10 || th.QueueDepthCritical != 20 || th.DeadLettersWarning != herald.DefaultHealthThresholds.DeadLettersWarning {
 		t.Errorf("thresholds = %+v", th)
@@ -165,6 +172,24 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 				p.MaxAge = time.Hour
 				p.Admission.Circuit = herald.Circuit{Failures: 20, CoolDown: time.Minute}
 			}},
+		{"telegram: spacing 1 s per chat and a circuit", Route{Carrier: CarrierTelegram},
+			func(p *herald.Policy) {
+				*p = channel
+				p.Admission.Spacing = time.Second
+				p.Admission.Circuit = herald.Circuit{Failures: 5, CoolDown: time.Minute}
+			}},
+		{"telegram: admission replaces the spacing, circuit off", Route{Carrier: CarrierTelegram,
+			Admission: &Admission{Concurrency: 2}, Circuit: &Circuit{}, TenantRate: Rate{N: 30, Per: time.Second}},
+			func(p *herald.Policy) {
+				*p = channel
+				p.Admission.Concurrency = 2
+				p.Admission.TenantRate = herald.Rate{N: 30, Per: time.Second}
+			}},
+		{"telegram on a profile with its own spacing", Route{Carrier: CarrierTelegram, Profile: "lorawan"},
+			func(p *herald.Policy) {
+				*p = lorawan
+				p.Admission.Circuit = herald.Circuit{Failures: 5, CoolDown: time.Minute}
+			}},
 		{"circuit off", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}},
 			func(p *herald.Policy) { *p = channel }},
 		{"circuit set", Route{Carrier: CarrierWebhook, Circuit: &Circuit{Failures: 3, CoolDown: Duration(time.Second)}},
@@ -198,6 +223,7 @@ func TestDefaultProfiles(t *testing.T) {
 	for carrier, want := range map[string]herald.Profile{
 		CarrierWebhook: herald.ProfileChannel, CarrierChirpStack: herald.ProfileLoRaWAN,
 		CarrierCalinV1: herald.ProfileTaskPoll, CarrierCalinV2: herald.ProfileTaskPoll,
+		CarrierTelegram: herald.ProfileChannel,
 	} {
 		if got := (Route{Carrier: carrier}).ProfileName(); got != want {
 			t.Errorf("%s: profile %s, want %s", carrier, got, want)

@@ -76,6 +76,8 @@ func (r Route) policy() (herald.Policy, error) {
 	}
 	if a := r.Admission; a != nil { // replaces the profile's, as a whole
 		p.Admission.Spacing, p.Admission.Concurrency, p.Admission.Rate = a.Spacing.D(), a.Concurrency, herald.Rate(a.Rate)
+	} else if r.Carrier == CarrierTelegram && p.Admission.Spacing == 0 {
+		p.Admission.Spacing = DefaultTelegramSpacing // per chat: a telegram message's lane is its chat
 	}
 	if !r.TenantRate.IsZero() {
 		p.Admission.TenantRate = herald.Rate(r.TenantRate)
@@ -87,8 +89,13 @@ func (r Route) policy() (herald.Policy, error) {
 		p.DedupTTL = r.DedupTTL.D()
 	}
 	circuit := r.Circuit
-	if circuit == nil && r.Carrier == CarrierWebhook {
-		circuit = &DefaultWebhookCircuit
+	if circuit == nil {
+		switch r.Carrier {
+		case CarrierWebhook:
+			circuit = &DefaultWebhookCircuit
+		case CarrierTelegram:
+			circuit = &DefaultTelegramCircuit
+		}
 	}
 	if circuit != nil {
 		p.Admission.Circuit = herald.Circuit{Failures: circuit.Failures, CoolDown: circuit.CoolDown.D()}

@@ -12,14 +12,15 @@ const (
 	CarrierChirpStack = "chirpstack"
 	CarrierCalinV1    = "calin-v1"
 	CarrierCalinV2    = "calin-v2"
+	CarrierTelegram   = "telegram"
 )
 
 // Carriers lists the known carriers.
-var Carriers = []string{CarrierWebhook, CarrierChirpStack, CarrierCalinV1, CarrierCalinV2}
+var Carriers = []string{CarrierWebhook, CarrierChirpStack, CarrierCalinV1, CarrierCalinV2, CarrierTelegram}
 
 // DefaultProfile returns the profile a route of the given carrier uses when
 // it names none: lorawan for chirpstack, taskpoll for the Calin carriers,
-// channel for the rest (webhook).
+// channel for the rest (webhook, telegram).
 func DefaultProfile(carrier string) herald.Profile {
 	switch carrier {
 	case CarrierChirpStack:
@@ -47,7 +48,9 @@ type Route struct {
 	// PermanentErrors are the error patterns that fail a message at once;
 	// nil keeps herald.DefaultPermanentPatterns.
 	PermanentErrors []string `yaml:"permanent_errors"`
-	// Admission is the flow control applied per lane of this route.
+	// Admission is the flow control applied per lane of this route; nil
+	// keeps the profile's (and, on a telegram route whose profile sets no
+	// spacing, adds DefaultTelegramSpacing per chat).
 	Admission *Admission `yaml:"admission"`
 	// TenantRate is a token bucket per tenant on this route; zero for none.
 	TenantRate Rate `yaml:"tenant_rate"`
@@ -56,7 +59,8 @@ type Route struct {
 	// DedupTTL is the content-hash dedup window; 0 turns dedup off.
 	DedupTTL Duration `yaml:"dedup_ttl"`
 	// Circuit is each lane's circuit breaker; nil means the default: on
-	// for webhook routes (DefaultWebhookCircuit), off for the others.
+	// for webhook routes (DefaultWebhookCircuit) and telegram routes
+	// (DefaultTelegramCircuit), off for the others.
 	Circuit *Circuit `yaml:"circuit"`
 
 	// URL is where a webhook route POSTs. Required for webhook.
@@ -68,7 +72,8 @@ type Route struct {
 
 	// Server is ChirpStack's gRPC host:port.
 	Server string `yaml:"server"`
-	// TokenEnv names the variable holding ChirpStack's API token.
+	// TokenEnv names the variable holding ChirpStack's API token, or a
+	// telegram route's bot token (required there).
 	TokenEnv string `yaml:"token_env"`
 	// TLS dials Server with TLS.
 	TLS bool `yaml:"tls"`
@@ -80,7 +85,8 @@ type Route struct {
 	// integration sends as a bearer token to /v1/ingress/{route}.
 	IngressSecretEnv string `yaml:"ingress_secret_env"`
 
-	// BaseURL is the Calin API's address.
+	// BaseURL is the Calin API's address, or the Telegram Bot API's
+	// (default https://api.telegram.org).
 	BaseURL string `yaml:"base_url"`
 	// Company is the Calin company name.
 	Company string `yaml:"company"`
@@ -101,6 +107,19 @@ type Circuit struct {
 
 // DefaultWebhookCircuit is a webhook route's circuit unless it sets one.
 var DefaultWebhookCircuit = Circuit{Failures: 20, CoolDown: Duration(time.Minute)}
+
+// DefaultTelegramCircuit is a telegram route's circuit unless it sets one.
+// A telegram route's lanes are its chats, each with a few messages at a
+// time, so the circuit opens after fewer failures than a webhook's: when
+// Telegram keeps failing (5xx, timeouts), a chat's messages wait without
+// spending their attempts instead of running out of them. It also makes
+// the route gated, so that a 429 pauses its chat.
+var DefaultTelegramCircuit = Circuit{Failures: 5, CoolDown: Duration(time.Minute)}
+
+// DefaultTelegramSpacing is the interval between two messages to one chat
+// on a telegram route whose admission and profile set none: Telegram asks
+// bots to send at most one message a second to a chat.
+const DefaultTelegramSpacing = time.Second
 
 // Admission is the flow control applied per lane of a route.
 type Admission struct {

@@ -128,6 +128,17 @@ func (r Route) validateCarrier() []error {
 		default:
 			errs = append(errs, fmt.Errorf("send %q: want grpc or mqtt", r.Send))
 		}
+	case CarrierTelegram:
+		if r.TokenEnv == "" {
+			errs = append(errs, errors.New("token_env is required for a telegram route: the environment variable that holds the bot token"))
+		} else if err := checkEnv(r.TokenEnv); err != nil {
+			errs = append(errs, fmt.Errorf("token_env: %v (the telegram bot token)", err))
+		}
+		if r.BaseURL != "" {
+			if err := checkHTTPURL(r.BaseURL); err != nil {
+				errs = append(errs, fmt.Errorf("base_url: %v", err))
+			}
+		}
 	case CarrierCalinV1, CarrierCalinV2:
 		if r.BaseURL == "" {
 			errs = append(errs, fmt.Errorf("base_url is required for a %s route", r.Carrier))

@@ -122,6 +122,18 @@ routes:
 routes:
   - {name: a, carrier: calin-v1}
 `, []string{"base_url is required for a calin-v1 route"}},
+		{"telegram without token_env", `
+routes:
+  - {name: a, carrier: telegram}
+`, []string{`routes[0] "a"`, "token_env is required for a telegram route"}},
+		{"telegram token_env unset", `
+routes:
+  - {name: a, carrier: telegram, token_env: HERALD_TEST_SURELY_UNSET}
+`, []string{`routes[0] "a"`, "token_env: environment variable HERALD_TEST_SURELY_UNSET is not set (the telegram bot token)"}},
+		{"telegram base_url", `
+routes:
+  - {name: a, carrier: telegram, token_env: SET_VAR, base_url: "api.telegram.org"}
+`, []string{`base_url: "api.telegram.org" is not an absolute http or https URL`}},
 		{"webhook secret_env unset", `
 routes:
   - {name: a, carrier: webhook, url: "http://h/x", secret_env: HERALD_TEST_SURELY_UNSET}

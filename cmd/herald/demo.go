@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -17,8 +18,41 @@ import (
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/config"
+	tgsim "github.com/heraldmq/herald/sim/telegram"
 	"github.com/heraldmq/herald/sim/webhooksink"
 )
+
+// The demo's Telegram chats, in its Bot API simulator.
+const (
+	demoAlice   int64 = 1001           // a private chat
+	demoBob     int64 = 1002           // a private chat whose user blocked the bot
+	demoChannel int64 = -1001234567890 // @herald_news, a channel
+)
+
+// demoTelegramTokenEnv holds the bot token of the demo's telegram route: the
+// simulator's.
+const demoTelegramTokenEnv = "HERALD_DEMO_TELEGRAM_TOKEN"
+
+// demoSend is one message the demo sends.
+type demoSend struct {
+	route, target, text string
+	params              map[string]string
+}
+
+// demoChats are the demo's chat messages: markdown, a text long enough for
+// three chunks, a channel whose first answer is a 429, and a chat that
+// blocked the bot.
+func demoChats() []demoSend {
+	long := strings.Repeat("herald splits a long text on paragraph breaks, then lines, then words, and sends the chunks in order. ", 30)
+	long = strings.Repeat(strings.TrimSpace(long)+"\n\n", 3) // about 9,300 characters: three messages
+	return []demoSend{
+		{route: "chat", target: "1001", text: "*herald demo*: hello _Alice_ 👋 — `markdown` becomes Telegram's HTML, <tags> & all",
+			params: map[string]string{"parse_mode": "markdown"}},
+		{route: "chat", target: "1001", text: long},
+		{route: "chat", target: "@herald_news", text: "News: the channel answers 429 first; herald waits its retry_after without spending an attempt"},
+		{route: "chat", target: "1002", text: "Bob blocked the bot: this fails at once, no retry"},
+	}
+}
 
 func demoCommand() *cobra.Command {
 	var listen, store string
@@ -27,7 +61,7 @@ func demoCommand() *cobra.Command {
 	var exit bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the server with a flaky webhook sink, send a stream of messages and show their transitions live",
+		Short: "Run the server with a flaky webhook sink and a Telegram Bot API simulator, send a stream of messages and show their transitions live",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if failRate < 0 || failRate >= 1 {
@@ -55,6 +89,21 @@ func runDemo(ctx context.Context, out io.Writer, listen, store string, count int
 	}
 	go func() { _ = webhooksink.Serve(ctx, ln, sink) }()
 
+	bot := tgsim.New(tgsim.Config{Chats: []tgsim.Chat{
+		{ID: demoAlice, FirstName: "Alice"},
+		{ID: demoBob, FirstName: "Bob", Status: tgsim.StatusBlocked},
+		{ID: demoChannel, Type: tgsim.ChatChannel, Username: "herald_news", Title: "herald news",
+			Faults: tgsim.Faults{Next429: 1, RetryAfter: 1}},
+	}})
+	tln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() { _ = tgsim.Serve(ctx, tln, bot) }()
+	if err := os.Setenv(demoTelegramTokenEnv, bot.Token()); err != nil {
+		return err
+	}
+
 	f, err := config.Parse([]byte(fmt.Sprintf(`listen: %s
 store: %s
 api_keys: [{key: %s, tenant: default}]
@@ -66,7 +115,14 @@ routes:
     policy:
       retry: {kind: exponential, base: 500ms, multiplier: 2, max: 4s, jitter: 0.2}
       max_attempts: 4
-`, listen, store, demoKey, ln.Addr())))
+  - name: chat
+    carrier: telegram
+    token_env: %s
+    base_url: http://%s
+    policy:
+      retry: {kind: exponential, base: 500ms, multiplier: 2, max: 4s, jitter: 0.2}
+      max_attempts: 4
+`, listen, store, demoKey, ln.Addr(), demoTelegramTokenEnv, tln.Addr())))
 	if err != nil {
 		return err
 	}
@@ -76,8 +132,14 @@ routes:
 	}
 	defer srv.shutdown()
 	client := &apiClient{server: "http://" + srv.addr, key: demoKey}
-	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests\n", srv.addr, store, failRate*100)
-	fmt.Fprintf(out, "sending %d messages; each line is one transition, as the timeline records it\n\n", count)
+	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s\n",
+		srv.addr, store, failRate*100, tln.Addr())
+	sends := demoChats()
+	for i := range count {
+		sends = append(sends, demoSend{route: "demo", text: fmt.Sprintf("hello #%d", i+1)})
+	}
+	fmt.Fprintf(out, "sending %d chat messages (route chat, carrier telegram) and %d webhooks (route demo); each line is one transition, as the timeline records it\n\n",
+		len(sends)-count, count)
 
 	watched := make(map[string]int) // id -> timeline entries printed
 	var ids []string
@@ -90,9 +152,17 @@ routes:
 		case <-ctx.Done():
 			return nil
 		case <-sendTick.C:
-			if len(ids) < count {
+			if len(ids) < len(sends) {
+				s := sends[len(ids)]
+				req := map[string]any{"route": s.route, "text": s.text}
+				if s.target != "" {
+					req["target"] = s.target
+				}
+				if s.params != nil {
+					req["params"] = s.params
+				}
 				var view struct{ ID string }
-				if err := client.getJSON(http.MethodPost, "/v1/messages", map[string]any{"route": "demo", "text": fmt.Sprintf("hello #%d", len(ids)+1)}, &view); err != nil {
+				if err := client.getJSON(http.MethodPost, "/v1/messages", req, &view); err != nil {
 					return err
 				}
 				ids = append(ids, view.ID)
@@ -103,18 +173,53 @@ routes:
 			if err != nil {
 				return err
 			}
-			if len(ids) == count && endedCount(ended) == count {
+			if len(ids) == len(sends) && endedCount(ended) == len(sends) {
+				if err := printChats(out, client, ids[:len(sends)-count], bot); err != nil {
+					return err
+				}
 				return finishDemo(ctx, out, client, sink, ended, exit)
 			}
 		}
 	}
 }
 
+// printChats says what became of the chat messages and what the chats show.
+func printChats(out io.Writer, client *apiClient, ids []string, bot *tgsim.Sim) error {
+	calls := 0
+	for _, c := range bot.Calls() {
+		if c.Method == "sendmessage" {
+			calls++
+		}
+	}
+	fmt.Fprintf(out, "\nTelegram: %d sendMessage calls; Alice's chat shows %d messages, the channel %d, Bob's none\n",
+		calls, len(bot.Messages(demoAlice)), len(bot.Messages(demoChannel)))
+	for i, id := range ids {
+		var v demoView
+		if err := client.getJSON(http.MethodGet, "/v1/messages/"+id, nil, &v); err != nil {
+			return err
+		}
+		line := fmt.Sprintf("  #%-3d to %-13s %s", i+1, v.Target, v.Status)
+		switch {
+		case strings.Contains(v.ExternalID, ","):
+			line += fmt.Sprintf(", in %d chunks: external_id %s", strings.Count(v.ExternalID, ",")+1, v.ExternalID)
+		case v.Status == string(herald.StatusDeliverySuccessful):
+			line += ", message id " + v.ExternalID
+		case v.LastError != "":
+			line += ": " + v.LastError
+		}
+		fmt.Fprintln(out, line)
+	}
+	return nil
+}
+
 type demoView struct {
-	ID        string
-	Status    string
-	LastError string `json:"last_error"`
-	Timeline  []struct {
+	ID         string
+	Route      string
+	Target     string
+	Status     string
+	LastError  string `json:"last_error"`
+	ExternalID string `json:"external_id"`
+	Timeline   []struct {
 		At      time.Time
 		From    string
 		To      string
@@ -149,7 +254,7 @@ func printTransitions(out io.Writer, client *apiClient, ids []string, printed ma
 			if from == "" {
 				from = "(new)"
 			}
-			line := fmt.Sprintf("%s  #%-3d %s…  %-15s -> %-19s attempt %d", e.At.Local().Format("15:04:05.000"), i+1, id[:13], from, e.To, e.Attempt)
+			line := fmt.Sprintf("%s  #%-3d %-4s %s…  %-15s -> %-19s attempt %d", e.At.Local().Format("15:04:05.000"), i+1, v.Route, id[:13], from, e.To, e.Attempt)
 			if e.Reason != "" {
 				line += "  (" + e.Reason + ")"
 			}

@@ -13,7 +13,9 @@ import (
 )
 
 // TestDemoShowsMessagesFlowing runs the demo to its end and checks that it
-// printed the transitions of every message and a summary.
+// printed the transitions of every message and a summary: the webhooks and
+// the chat messages, one of them in chunks, one paused by a 429 and one
+// failed at once by a chat that blocked the bot.
 func TestDemoShowsMessagesFlowing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -23,13 +25,21 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"(new)           -> QUEUED", "SENT_TO_NS", "all messages ended: "} {
+	for _, want := range []string{"(new)           -> QUEUED", "SENT_TO_NS", "all messages ended: ",
+		"chat 0", "demo 0", "-> TO_RETRY            attempt 0  (backpressure)",
+		"Telegram: 7 sendMessage calls; Alice's chat shows 4 messages, the channel 1, Bob's none",
+		"to 1001          DELIVERY_SUCCESSFUL, in 3 chunks: external_id 2,3,4",
+		"to @herald_news  DELIVERY_SUCCESSFUL, message id 1",
+		"to 1002          DELIVERY_FAILED: telegram: sendMessage: 403 Forbidden: bot was blocked by the user"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
 	}
-	if n := strings.Count(text, "-> QUEUED              attempt 0  (created)"); n != 5 {
-		t.Errorf("demo showed %d messages created, want 5:\n%s", n, text)
+	if n := strings.Count(text, "-> QUEUED              attempt 0  (created)"); n != 5+len(demoChats()) {
+		t.Errorf("demo showed %d messages created, want 5 webhooks and %d chat messages:\n%s", n, len(demoChats()), text)
+	}
+	if n := strings.Count(text, "-> DELIVERY_FAILED     attempt 1  (permanent error: send failed)"); n < 1 {
+		t.Errorf("the blocked chat's message did not fail at its first attempt:\n%s", text)
 	}
 }
 
@@ -59,5 +69,42 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 	p := routes[0].Policy
 	if !p.Admission.Ordered || p.DedupTTL != time.Hour || p.Admission.Circuit != (herald.Circuit{Failures: 3, CoolDown: time.Second}) {
 		t.Errorf("policy on Redis: ordered %v, dedup_ttl %v, circuit %+v; want them as configured", p.Admission.Ordered, p.DedupTTL, p.Admission.Circuit)
+	}
+
+	// A telegram route keeps its defaults too: spacing per chat and a circuit.
+	t.Setenv("HERALD_TEST_TELEGRAM_TOKEN", "123:abc")
+	f.Routes = append(f.Routes, config.Route{Name: "chat", Carrier: config.CarrierTelegram, TokenEnv: "HERALD_TEST_TELEGRAM_TOKEN"})
+	if routes, err = buildRoutes(f); err != nil {
+		t.Fatalf("buildRoutes with a telegram route on Redis: %v", err)
+	}
+	tc := config.DefaultTelegramCircuit
+	want := herald.Admission{Spacing: config.DefaultTelegramSpacing, Circuit: herald.Circuit{Failures: tc.Failures, CoolDown: tc.CoolDown.D()}}
+	if got := routes[1].Policy.Admission; got != want {
+		t.Errorf("telegram route's admission on Redis = %+v, want %+v", got, want)
+	}
+	if _, ok := routes[1].Carrier.(herald.Resumer); !ok {
+		t.Errorf("the telegram route's carrier %T does not resume", routes[1].Carrier)
+	}
+}
+
+// TestServeRefusesTelegramRoutesWithoutTheirToken: a telegram route whose
+// token variable is unset (or holds no token) is refused, naming the
+// variable and never the token.
+func TestServeRefusesTelegramRoutesWithoutTheirToken(t *testing.T) {
+	f, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Routes = append(f.Routes, config.Route{Name: "chat", Carrier: config.CarrierTelegram, TokenEnv: "HERALD_TEST_SURELY_UNSET"})
+	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
+		t.Errorf("Validate = %v, want the variable named", err)
+	}
+	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
+		t.Errorf("buildRoutes = %v, want the variable named", err)
+	}
+	t.Setenv("HERALD_TEST_BAD_TOKEN", "12 34/hushhush")
+	f.Routes[1].TokenEnv = "HERALD_TEST_BAD_TOKEN"
+	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), `route "chat"`) || strings.Contains(err.Error(), "hushhush") {
+		t.Errorf("buildRoutes with a malformed token = %v, want it refused without showing the token", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/telegram"
 	"github.com/heraldmq/herald/carrier/webhook"
 	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/httpapi"
@@ -181,6 +182,12 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 				}
 			}
 			c, err = webhook.New(webhook.Config{URL: rc.URL, Headers: rc.Headers, Secret: secret})
+		case config.CarrierTelegram:
+			token := os.Getenv(rc.TokenEnv)
+			if token == "" {
+				return nil, fmt.Errorf("route %q: token_env: environment variable %s is not set (the telegram bot token)", rc.Name, rc.TokenEnv)
+			}
+			c, err = telegram.New(telegram.Config{Token: token, BaseURL: rc.BaseURL})
 		default:
 			err = fmt.Errorf("carrier %q is not available in this build", rc.Carrier)
 		}
