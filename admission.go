@@ -52,6 +52,9 @@ type Admission struct {
 	// TenantRate is a token bucket per tenant across the route's lanes;
 	// zero for none.
 	TenantRate Rate
+	// RouteRate is a token bucket for the whole route, across its lanes
+	// and tenants; zero for none.
+	RouteRate Rate
 	// Ordered allows one message per target at a time, in creation order:
 	// the next is claimed once the one before is terminal (as a network
 	// server's per-device queue does).
@@ -91,15 +94,15 @@ type CircuitChange struct {
 // Gated reports whether a sets any limit: a gated route's messages are
 // claimed through their lanes.
 func (a Admission) Gated() bool {
-	return a.Spacing > 0 || a.Concurrency > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero() || a.Ordered ||
-		a.Circuit.Failures > 0
+	return a.Spacing > 0 || a.Concurrency > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero() || !a.RouteRate.IsZero() ||
+		a.Ordered || a.Circuit.Failures > 0
 }
 
 // Timed reports whether a limits a lane over time (spacing, buckets): the
 // carrier then sees the limit only if a claimed message is sent at once,
 // not after a wait in the dispatcher's buffer.
 func (a Admission) Timed() bool {
-	return a.Spacing > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero()
+	return a.Spacing > 0 || !a.Rate.IsZero() || !a.TenantRate.IsZero() || !a.RouteRate.IsZero()
 }
 
 // Validate reports the first thing wrong with a.
@@ -113,6 +116,8 @@ func (a Admission) Validate() error {
 		return fmt.Errorf("admission: rate %v needs a positive amount and period", a.Rate)
 	case a.TenantRate.N < 0 || (a.TenantRate.N > 0 && a.TenantRate.Per <= 0):
 		return fmt.Errorf("tenant_rate %v needs a positive amount and period", a.TenantRate)
+	case a.RouteRate.N < 0 || (a.RouteRate.N > 0 && a.RouteRate.Per <= 0):
+		return fmt.Errorf("route_rate %v needs a positive amount and period", a.RouteRate)
 	case a.Circuit.Failures < 0 || (a.Circuit.Failures > 0 && a.Circuit.CoolDown <= 0):
 		return fmt.Errorf("circuit: failures %d needs a positive cool_down (%v)", a.Circuit.Failures, a.Circuit.CoolDown)
 	}
@@ -146,4 +151,8 @@ type LaneState struct {
 	// about, as of TenantTokensAt (zero: full).
 	TenantTokens   float64
 	TenantTokensAt time.Time
+	// RouteTokens is the route's own bucket (RouteRate), as of
+	// RouteTokensAt (zero: full).
+	RouteTokens   float64
+	RouteTokensAt time.Time
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -214,12 +215,13 @@ func TestExplainSaysWhyALaneHoldsAMessage(t *testing.T) {
 		route("spaced", herald.Admission{Spacing: 2 * time.Second}),
 		route("rated", herald.Admission{Rate: herald.Rate{N: 1, Per: time.Minute}}),
 		route("tenant", herald.Admission{TenantRate: herald.Rate{N: 1, Per: time.Minute}}),
+		route("whole", herald.Admission{RouteRate: herald.Rate{N: 1, Per: time.Minute}}),
 	})
 	pairs := map[string][2]*herald.Message{}
-	for _, name := range []string{"capped", "spaced", "rated", "tenant"} {
+	for _, name := range []string{"capped", "spaced", "rated", "tenant", "whole"} {
 		lane2 := "L"
-		if name == "tenant" {
-			lane2 = "M" // the tenant's bucket holds across lanes
+		if name == "tenant" || name == "whole" {
+			lane2 = "M" // the tenant's and the route's buckets hold across lanes
 		}
 		pairs[name] = [2]*herald.Message{
 			r.send(herald.SendRequest{Route: name, Lane: "L", Text: "first"}),
@@ -249,6 +251,10 @@ func TestExplainSaysWhyALaneHoldsAMessage(t *testing.T) {
 	}
 	if x := explain(pairs["tenant"][1]); x.Reason != "tenant_rate_limited" || x.Until == nil || !x.Until.Equal(t0.Add(time.Minute)) {
 		t.Errorf("tenant: %+v, want tenant_rate_limited until +1m", x)
+	}
+	if x := explain(pairs["whole"][1]); x.Reason != "rate_limited" || x.Until == nil || !x.Until.Equal(t0.Add(time.Minute)) ||
+		!strings.Contains(x.Detail, "route whole's bucket") {
+		t.Errorf("whole: %+v, want rate_limited until +1m by the route's bucket", x)
 	}
 	out, _ := json.Marshal(explain(pairs["spaced"][1]))
 	t.Logf("%s", out)

@@ -198,7 +198,7 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 
 // explainLane fills x when m's lane holds it back at now, and reports
 // whether it does: paused, at its concurrency, within its spacing, or out
-// of tokens in its own or its tenant's bucket.
+// of tokens in its own bucket, its tenant's or its route's.
 func explainLane(x *Explanation, a Admission, lane LaneState, m *Message, now time.Time) bool {
 	name := fmt.Sprintf("lane %q of route %s", m.Lane, m.Route)
 	switch {
@@ -219,6 +219,10 @@ func explainLane(x *Explanation, a Admission, lane LaneState, m *Message, now ti
 		until := a.TenantRate.NextToken(a.TenantRate.Refill(lane.TenantTokens, lane.TenantTokensAt, now), now)
 		x.Reason, x.Until = "tenant_rate_limited", utcPtr(until)
 		x.Detail = fmt.Sprintf("tenant %s is limited to %d per %s on route %s", m.Tenant, a.TenantRate.N, a.TenantRate.Per, m.Route)
+	case !a.RouteRate.IsZero() && !lane.RouteTokensAt.IsZero() && a.RouteRate.Refill(lane.RouteTokens, lane.RouteTokensAt, now) < 1:
+		until := a.RouteRate.NextToken(a.RouteRate.Refill(lane.RouteTokens, lane.RouteTokensAt, now), now)
+		x.Reason, x.Until = "rate_limited", utcPtr(until)
+		x.Detail = fmt.Sprintf("route %s's bucket is limited to %d per %s across its lanes and tenants", m.Route, a.RouteRate.N, a.RouteRate.Per)
 	default:
 		return false
 	}

@@ -38,8 +38,9 @@ type Store interface {
 	// its lane (route and Lane) admits it at c.Now, and at most
 	// c.GatedLimit of them: fewer than Concurrency of the lane's messages
 	// in flight; Spacing since the lane's last dispatch (so one message of
-	// the lane per claim); a token in the lane's Rate bucket and in its
-	// tenant's TenantRate bucket on the route (buckets start full); the
+	// the lane per claim); a token in the lane's Rate bucket, in its
+	// tenant's TenantRate bucket on the route and in the route's RouteRate
+	// bucket, shared by its lanes and tenants (buckets start full); the
 	// lane not paused; on an Ordered route, no older message of the same
 	// target that is not terminal. Within a lane messages go by priority, then id;
 	// across admissible lanes by their first message's priority, then id.
@@ -54,7 +55,8 @@ type Store interface {
 	SetAdmission(ctx context.Context, rules map[string]Admission) error
 
 	// Lane returns the state of a gated route's lane, with tenant's bucket
-	// on the route. A lane the store knows nothing of has a zero state.
+	// on the route and the route's own bucket. A lane the store knows
+	// nothing of has a zero state.
 	Lane(ctx context.Context, route, lane, tenant string) (LaneState, error)
 
 	// ReportCircuit feeds the circuit breaker of a lane whose route has a

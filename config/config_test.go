@@ -172,23 +172,32 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 				p.MaxAge = time.Hour
 				p.Admission.Circuit = herald.Circuit{Failures: 20, CoolDown: time.Minute}
 			}},
-		{"telegram: spacing 1 s per chat and a circuit", Route{Carrier: CarrierTelegram},
+		{"telegram: spacing 1 s per chat, 30/s per bot and a circuit", Route{Carrier: CarrierTelegram},
 			func(p *herald.Policy) {
 				*p = channel
 				p.Admission.Spacing = time.Second
+				p.Admission.RouteRate = herald.Rate{N: 30, Per: time.Second}
 				p.Admission.Circuit = herald.Circuit{Failures: 5, CoolDown: time.Minute}
 			}},
-		{"telegram: admission replaces the spacing, circuit off", Route{Carrier: CarrierTelegram,
-			Admission: &Admission{Concurrency: 2}, Circuit: &Circuit{}, TenantRate: Rate{N: 30, Per: time.Second}},
+		{"telegram: admission replaces the spacing, circuit off, route_rate set", Route{Carrier: CarrierTelegram,
+			Admission: &Admission{Concurrency: 2}, Circuit: &Circuit{}, TenantRate: Rate{N: 30, Per: time.Second},
+			RouteRate: Rate{N: 20, Per: time.Second}},
 			func(p *herald.Policy) {
 				*p = channel
 				p.Admission.Concurrency = 2
 				p.Admission.TenantRate = herald.Rate{N: 30, Per: time.Second}
+				p.Admission.RouteRate = herald.Rate{N: 20, Per: time.Second}
 			}},
 		{"telegram on a profile with its own spacing", Route{Carrier: CarrierTelegram, Profile: "lorawan"},
 			func(p *herald.Policy) {
 				*p = lorawan
+				p.Admission.RouteRate = herald.Rate{N: 30, Per: time.Second}
 				p.Admission.Circuit = herald.Circuit{Failures: 5, CoolDown: time.Minute}
+			}},
+		{"route_rate on a webhook route", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}, RouteRate: Rate{N: 5, Per: time.Minute}},
+			func(p *herald.Policy) {
+				*p = channel
+				p.Admission.RouteRate = herald.Rate{N: 5, Per: time.Minute}
 			}},
 		{"circuit off", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}},
 			func(p *herald.Policy) { *p = channel }},

@@ -82,6 +82,12 @@ func (r Route) policy() (herald.Policy, error) {
 	if !r.TenantRate.IsZero() {
 		p.Admission.TenantRate = herald.Rate(r.TenantRate)
 	}
+	switch {
+	case !r.RouteRate.IsZero():
+		p.Admission.RouteRate = herald.Rate(r.RouteRate)
+	case r.Carrier == CarrierTelegram:
+		p.Admission.RouteRate = herald.Rate(DefaultTelegramRouteRate) // per bot: a telegram route is one bot
+	}
 	if r.Ordered {
 		p.Admission.Ordered = true
 	}

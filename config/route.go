@@ -54,6 +54,10 @@ type Route struct {
 	Admission *Admission `yaml:"admission"`
 	// TenantRate is a token bucket per tenant on this route; zero for none.
 	TenantRate Rate `yaml:"tenant_rate"`
+	// RouteRate is a token bucket for the whole route, across its lanes
+	// and tenants; zero for none (a telegram route then gets
+	// DefaultTelegramRouteRate).
+	RouteRate Rate `yaml:"route_rate"`
 	// Ordered allows one message in flight per target, in order.
 	Ordered bool `yaml:"ordered"`
 	// DedupTTL is the content-hash dedup window; 0 turns dedup off.
@@ -120,6 +124,11 @@ var DefaultTelegramCircuit = Circuit{Failures: 5, CoolDown: Duration(time.Minute
 // on a telegram route whose admission and profile set none: Telegram asks
 // bots to send at most one message a second to a chat.
 const DefaultTelegramSpacing = time.Second
+
+// DefaultTelegramRouteRate is the route_rate of a telegram route that sets
+// none: Telegram's published ceiling of about 30 messages a second per
+// bot, across its chats.
+var DefaultTelegramRouteRate = Rate{N: 30, Per: time.Second}
 
 // Admission is the flow control applied per lane of a route.
 type Admission struct {

@@ -102,6 +102,10 @@ routes:
 routes:
   - {name: a, carrier: webhook, url: "http://h/x", tenant_rate: 100/fortnight}
 `, []string{`"100/fortnight" is not a rate`}},
+		{"bad route_rate", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", route_rate: 30/fortnight}
+`, []string{`"30/fortnight" is not a rate`}},
 		{"negative concurrency", `
 routes:
   - {name: a, carrier: webhook, url: "http://h/x", admission: {concurrency: -1}}

@@ -78,16 +78,20 @@ func (s *Store) recount(ctx context.Context, args []any) error {
 }
 
 // admission returns a as adm keeps it (see lua/lib.lua): its limits, then,
-// when it orders its lanes or has a circuit, those; a rule without them
-// stays as the versions before wrote it.
+// when it orders its lanes, has a circuit or a route bucket, those, then
+// the route bucket when it has one; a rule without them stays as the
+// versions before wrote it.
 func admission(a herald.Admission) string {
 	v := fmt.Sprintf("%d|%d|%d|%d|%d|%d", ms(a.Spacing), a.Concurrency, a.Rate.N, ms(a.Rate.Per), a.TenantRate.N, ms(a.TenantRate.Per))
-	if a.Ordered || a.Circuit.Failures > 0 {
+	if a.Ordered || a.Circuit.Failures > 0 || !a.RouteRate.IsZero() {
 		ordered := 0
 		if a.Ordered {
 			ordered = 1
 		}
 		v += fmt.Sprintf("|%d|%d|%d", ordered, a.Circuit.Failures, ms(a.Circuit.CoolDown))
+	}
+	if !a.RouteRate.IsZero() {
+		v += fmt.Sprintf("|%d|%d", a.RouteRate.N, ms(a.RouteRate.Per))
 	}
 	return v
 }
@@ -98,7 +102,8 @@ func ms(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// Lane returns the state of route's lane, with tenant's bucket on route.
+// Lane returns the state of route's lane, with tenant's bucket on route
+// and route's own bucket.
 func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
 	states, err := s.laneStates(ctx, []herald.LaneState{{Route: route, Lane: lane}}, &tenant)
 	if err != nil {
@@ -146,8 +151,8 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 }
 
 // laneStates fills in the state of each lane of lanes (Route and Lane
-// set), and, when tenant is not nil, that tenant's bucket on its route,
-// in one round trip.
+// set), and, when tenant is not nil, that tenant's bucket on its route
+// and the route's own bucket, in one round trip.
 func (s *Store) laneStates(ctx context.Context, lanes []herald.LaneState, tenant *string) ([]herald.LaneState, error) {
 	if len(lanes) == 0 {
 		return lanes, nil
@@ -156,6 +161,7 @@ func (s *Store) laneStates(ctx context.Context, lanes []herald.LaneState, tenant
 		lq, ld *goredis.IntCmd
 		lin    *goredis.StringSliceCmd
 		st, tb *goredis.SliceCmd
+		rb     *goredis.SliceCmd
 	}
 	cmds := make([]laneCmds, len(lanes))
 	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -166,6 +172,7 @@ func (s *Store) laneStates(ctx context.Context, lanes []herald.LaneState, tenant
 			c.st = p.HMGet(ctx, s.key("lst:"+rl), "next", "tok", "tat", "pause", "why", "circ", "fails")
 			if tenant != nil {
 				c.tb = p.HMGet(ctx, s.key("tb:"+esc(l.Route)+"|"+esc(*tenant)), "tok", "tat")
+				c.rb = p.HMGet(ctx, s.key("tb:"+esc(l.Route)), "tok", "tat")
 			}
 		}
 		return nil
@@ -183,6 +190,10 @@ func (s *Store) laneStates(ctx context.Context, lanes []herald.LaneState, tenant
 		if c.tb != nil {
 			tb := c.tb.Val()
 			l.TenantTokens, l.TenantTokensAt = floatField(tb[0]), msField(tb[1])
+		}
+		if c.rb != nil {
+			rb := c.rb.Val()
+			l.RouteTokens, l.RouteTokensAt = floatField(rb[0]), msField(rb[1])
 		}
 	}
 	return lanes, nil

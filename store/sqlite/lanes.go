@@ -125,7 +125,8 @@ type laneRow struct {
 // message, each admitting what its limits allow. Lanes held back by time
 // (spacing, pause, an empty bucket) are parked until then, so that the
 // next claims skip them; full lanes are out of lanes_ready until a slot
-// frees. It updates the lanes' spacing and buckets, and the tenants'.
+// frees. It updates the lanes' spacing and buckets, the tenants' and the
+// routes'.
 func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 	limit := min(c.GatedLimit, c.Limit)
 	if limit <= 0 || len(tx.rules) == 0 {
@@ -138,7 +139,7 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 	var (
 		picked           []string
 		lanes            []laneTaken
-		tenants          = map[[2]string]*tenantBucket{}
+		buckets          = map[bucketKey]*claimBucket{}
 		afterPrio, after = int64(math.MaxInt64), "" // before every lane: no priority is this high
 	)
 	for scanned := 0; len(picked) < limit && scanned < maxLaneScan; {
@@ -159,7 +160,7 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			if !ok {
 				continue
 			}
-			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), tenants)
+			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -174,11 +175,18 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			break
 		}
 	}
-	for key, b := range tenants {
-		if b.drawn {
-			if _, err := tx.st.saveTenantBucket.Exec(key[0], key[1], b.tokens, now); err != nil {
-				return nil, nil, err
-			}
+	for key, b := range buckets {
+		if !b.drawn {
+			continue
+		}
+		var err error
+		if key.whole {
+			_, err = tx.st.saveRouteBucket.Exec(key.route, b.tokens, now)
+		} else {
+			_, err = tx.st.saveTenantBucket.Exec(key.route, key.tenant, b.tokens, now)
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	return picked, lanes, nil
@@ -204,7 +212,7 @@ func (tx *wtx) claimedFrom(lanes []laneTaken) error {
 
 // admitLane takes up to room messages of lane l at now, as a allows, and
 // records the dispatch in the lane; a lane held back by time is parked.
-func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, tenants map[[2]string]*tenantBucket) (took []string, err error) {
+func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket) (took []string, err error) {
 	nowMS := unixms.From(now)
 	n, park := room, int64(0)
 	if a.Concurrency > 0 {
@@ -234,6 +242,16 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 			park = max(park, unixms.From(a.Rate.NextToken(tokens, now)))
 		}
 		n = min(n, int(tokens))
+	}
+	var route *claimBucket // the route's own bucket, shared by its lanes
+	if !a.RouteRate.IsZero() {
+		if route, err = tx.bucket(buckets, a.RouteRate, bucketKey{route: l.route, whole: true}, now); err != nil {
+			return nil, err
+		}
+		if route.tokens < 1 {
+			park = max(park, unixms.From(a.RouteRate.NextToken(route.tokens, now)))
+		}
+		n = min(n, int(route.tokens))
 	}
 	if park > 0 {
 		_, err := tx.st.parkLane.Exec(l.route, l.lane, park)
@@ -272,7 +290,7 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 			break
 		}
 		if !a.TenantRate.IsZero() {
-			b, err := tx.tenantBucket(tenants, a.TenantRate, l.route, q.tenant, now)
+			b, err := tx.bucket(buckets, a.TenantRate, bucketKey{route: l.route, tenant: q.tenant}, now)
 			if err != nil {
 				return nil, err
 			}
@@ -285,6 +303,9 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	}
 	if len(took) == 0 {
 		return nil, nil
+	}
+	if route != nil {
+		route.tokens, route.drawn = route.tokens-float64(len(took)), true
 	}
 	nextAt, tokensAt, readyAt := l.nextAt, l.tokensAt, int64(0)
 	if a.Spacing > 0 {
@@ -373,35 +394,49 @@ func (tx *wtx) hold(l laneRow, now time.Time) error {
 	return err
 }
 
-// tenantBucket is a tenant's bucket on a route during one claim.
-type tenantBucket struct {
+// claimBucket is a tenant's bucket on a route, or a route's own, during
+// one claim.
+type claimBucket struct {
 	tokens float64 // as of the claim's time
 	drawn  bool    // a token was taken: save it
 }
 
-// tenantBucket returns the bucket of tenant on route, read once per claim.
-func (tx *wtx) tenantBucket(tenants map[[2]string]*tenantBucket, rate herald.Rate, route, tenant string, now time.Time) (*tenantBucket, error) {
-	key := [2]string{route, tenant}
-	if b, ok := tenants[key]; ok {
+// bucketKey names a bucket of a claim: tenant's on route (tenant_buckets),
+// or, when whole, route's own (route_buckets; tenant is then "").
+type bucketKey struct {
+	route, tenant string
+	whole         bool
+}
+
+// bucket returns the bucket key, which refills at rate, read once per
+// claim.
+func (tx *wtx) bucket(buckets map[bucketKey]*claimBucket, rate herald.Rate, key bucketKey, now time.Time) (*claimBucket, error) {
+	if b, ok := buckets[key]; ok {
 		return b, nil
 	}
-	b := &tenantBucket{tokens: float64(rate.N)}
+	b := &claimBucket{tokens: float64(rate.N)}
 	var (
 		tokens float64
 		at     int64
+		err    error
 	)
-	err := tx.st.tenantBucket.QueryRow(route, tenant).Scan(&tokens, &at)
+	if key.whole {
+		err = tx.st.routeBucket.QueryRow(key.route).Scan(&tokens, &at)
+	} else {
+		err = tx.st.tenantBucket.QueryRow(key.route, key.tenant).Scan(&tokens, &at)
+	}
 	switch {
 	case err == nil:
 		b.tokens = rate.Refill(tokens, unixms.Time(at), now)
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, err
 	}
-	tenants[key] = b
+	buckets[key] = b
 	return b, nil
 }
 
-// Lane returns the state of route's lane, and tenant's bucket on route.
+// Lane returns the state of route's lane, tenant's bucket on route and
+// route's own bucket.
 func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
 	st := herald.LaneState{Route: route, Lane: lane}
 	var nextAt, tokensAt, paused int64
@@ -420,11 +455,18 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 	}); err != nil {
 		return st, wrap("lane", err)
 	}
+	tokensAt = 0 // a bucket never drawn from has no row: full
 	err = s.rs.tenantBucket.QueryRowContext(ctx, route, tenant).Scan(&st.TenantTokens, &tokensAt)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return st, wrap("lane", err)
 	}
 	st.TenantTokensAt = unixms.Time(tokensAt)
+	tokensAt = 0
+	err = s.rs.routeBucket.QueryRowContext(ctx, route).Scan(&st.RouteTokens, &tokensAt)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return st, wrap("lane", err)
+	}
+	st.RouteTokensAt = unixms.Time(tokensAt)
 	return st, nil
 }
 

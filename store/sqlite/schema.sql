@@ -148,6 +148,14 @@ CREATE TABLE IF NOT EXISTS tenant_buckets (
 	PRIMARY KEY (route, tenant)
 ) WITHOUT ROWID;
 
+-- route_buckets is the token bucket of a whole route, across its lanes and
+-- tenants (route_rate).
+CREATE TABLE IF NOT EXISTS route_buckets (
+	route     TEXT NOT NULL PRIMARY KEY,
+	tokens    REAL NOT NULL,
+	tokens_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- A gated message that becomes QUEUED may be its lane's new head.
 CREATE TRIGGER IF NOT EXISTS lanes_insert AFTER INSERT ON messages
 WHEN new.gated = 1 AND new.status = 'QUEUED'

@@ -25,6 +25,7 @@ type writeStmts struct {
 	parkLane, holdLane, laneDispatched, laneProbe, laneClaimed *sql.Stmt
 	laneCircuit, circuitOpen, circuitClose, circuitCount       *sql.Stmt
 	pauseLane, tenantBucket, saveTenantBucket                  *sql.Stmt
+	routeBucket, saveRouteBucket                               *sql.Stmt
 
 	// The claim statements, of ungated and of gated messages, prepared on
 	// first use and keyed by the number of routes with their own accept
@@ -43,6 +44,7 @@ type readStmts struct {
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, tenantBucket, busiestLanes *sql.Stmt
+	routeBucket                                                *sql.Stmt
 	firstActive                                                *sql.Stmt
 }
 
@@ -166,6 +168,9 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.saveTenantBucket, `INSERT INTO tenant_buckets (route, tenant, tokens, tokens_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (route, tenant) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at`},
+		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
+		{&st.saveRouteBucket, `INSERT INTO route_buckets (route, tokens, tokens_at) VALUES (?, ?, ?)
+			ON CONFLICT (route) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at`},
 	}
 }
 
@@ -209,6 +214,7 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.laneInFlight, `SELECT id FROM messages INDEXED BY messages_lane_inflight
 			WHERE gated = 1 AND ` + inFlightSQL + ` AND route = ? AND lane = ? ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
+		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
 			WHERE gated = 1 AND ` + activeSQL + ` AND route = ? AND target = ? ORDER BY id LIMIT 1`},
 		// Busiest first: queued plus in flight.

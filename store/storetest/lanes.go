@@ -122,6 +122,32 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("RouteRateAcrossLanesAndTenants", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {RouteRate: herald.Rate{N: 3, Per: time.Minute}}})
+		h.createN("g", "gw-1", 3)
+		h.createN("g", "gw-2", 3)
+		for _, lane := range []string{"gw-1", "gw-2"} {
+			for range 2 {
+				other := newMessage("g")
+				other.Tenant, other.Lane = "globex", lane
+				h.create(other)
+			}
+		}
+		if got := h.claimGated(t0, 10); len(got) != 3 {
+			t.Fatalf("first claim took %d, want the route's burst of 3 across its lanes and tenants", len(got))
+		}
+		if got := h.claimGated(at(19*time.Second), 10); len(got) != 0 {
+			t.Fatalf("claim at +19s took %d, want 0 (one token every 20s)", len(got))
+		}
+		if got := h.claimGated(at(20*time.Second), 10); len(got) != 1 {
+			t.Fatalf("claim at +20s took %d, want 1", len(got))
+		}
+		if lane := h.lane("g", "gw-1", "acme"); lane.RouteTokens >= 1 || !sameTime(lane.RouteTokensAt, at(20*time.Second)) {
+			t.Errorf("Lane = route tokens %v at %v, want under 1 at t0+20s", lane.RouteTokens, lane.RouteTokensAt)
+		}
+	})
+
 	t.Run("FloodedLaneKeepsNoneBack", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})

@@ -39,7 +39,7 @@ end
 
 -- ungate gives the messages of route's lanes back to the ungated indexes
 -- (the due ones to ready; those due later are in delayed already), and
--- deletes the lanes and the tenants' buckets.
+-- deletes the lanes, the tenants' buckets and the route's.
 local function ungate(route)
 	for _, lane in ipairs(redis.call('SMEMBERS', P .. 'ln:' .. route)) do
 		local rl = route .. '|' .. lane
@@ -71,6 +71,7 @@ local function ungate(route)
 	for _, tenant in ipairs(routetenants(route)) do
 		redis.call('DEL', P .. 'tb:' .. route .. '|' .. tenant)
 	end
+	redis.call('DEL', P .. 'tb:' .. route)
 end
 
 -- lanes collects the lanes to put in their place: R|L -> true.

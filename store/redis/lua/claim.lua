@@ -54,25 +54,31 @@ local picked = {}
 -- (see place) once all of its messages wait.
 local WAKE, SKIPS, LOOK = 1000, 256, 64
 
--- buckets holds the tenants' buckets that the claim read: R|T -> {key,
--- tok}, tok the tokens at now.
+-- buckets holds the buckets that the claim read, the tenants' (R|T) and
+-- the routes' own (R): key -> {key, tok}, tok the tokens at now.
 local buckets = {}
 
--- bucket returns the bucket of m's tenant on m's route, whose rule is r.
-local function bucket(r, m)
-	local key = m.route .. '|' .. m.tenant
+-- bucket returns the bucket tb:<key>, which refills n every per ms.
+local function bucket(key, n, per)
 	local b = buckets[key]
 	if not b then
 		local v = redis.call('HMGET', P .. 'tb:' .. key, 'tok', 'tat')
-		b = { key = key, tok = tokens(r.tn, r.tper, num(v[1]), num(v[2]), now) }
+		b = { key = key, tok = tokens(n, per, num(v[1]), num(v[2]), now) }
 		buckets[key] = b
 	end
 	return b
 end
 
+-- draw takes a token of bucket b.
+local function draw(b)
+	b.tok = b.tok - 1
+	redis.call('HSET', P .. 'tb:' .. b.key, 'tok', fmt(b.tok), 'tat', now)
+end
+
 -- take takes message m of lane l for the claim, with a token of its
--- tenant's bucket b (false when the route has none): m holds a slot of
--- the lane, and the lane's state records the dispatch. When the lane's
+-- tenant's bucket b (false when the route has none) and of the route's
+-- own bucket when it has one: m holds a slot of the lane, and the lane's
+-- state records the dispatch. When the lane's
 -- circuit is open (its cool-down over) or probing (a probe that never
 -- answered), m is the probe: the lane pauses for the cool-down, until its
 -- answer.
@@ -100,13 +106,16 @@ local function take(l, m, b)
 		redis.call('HSET', P .. 'lst:' .. rl, unpack(h))
 	end
 	if b then
-		b.tok = b.tok - 1
-		redis.call('HSET', P .. 'tb:' .. b.key, 'tok', fmt(b.tok), 'tat', now)
+		draw(b)
+	end
+	if r.qn > 0 then
+		draw(bucket(l.route, r.qn, r.qper))
 	end
 end
 
 -- admit takes for the claim the first message of lane l that the lane
--- admits at now, and returns it: nil when there is none. head is the
+-- admits at now, and returns it: nil when there is none (when the route's
+-- own bucket has no token, the lane parks until it has one). head is the
 -- lane's first message, which it takes unless its tenant has no token or
 -- it waits for its target's turn (it then looks at the lane's first LOOK
 -- messages, but for those known to wait). It puts the lane in its place.
@@ -115,6 +124,13 @@ local function admit(l, head)
 	if wake(l, now) > now or (r.conc > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) >= r.conc) then
 		place(l, now)
 		return nil
+	end
+	if r.qn > 0 then
+		local q = bucket(l.route, r.qn, r.qper)
+		if q.tok < 1 then
+			place(l, now, tokenat(r.qn, r.qper, q.tok, now))
+			return nil
+		end
 	end
 	local later -- the earliest time that a tenant without a token gets one
 	local waited = 0 -- how many of the messages looked at wait for their target's turn
@@ -133,7 +149,7 @@ local function admit(l, head)
 			waits(rl, id, m.prio)
 			waited = waited + 1
 		else
-			local b = r.tn > 0 and bucket(r, m)
+			local b = r.tn > 0 and bucket(m.route .. '|' .. m.tenant, r.tn, r.tper)
 			if not b or b.tok >= 1 then
 				return true, b
 			end

@@ -39,10 +39,11 @@
 -- Lanes: a gated route's messages wait in their lane, R|L, not in ready.
 --   adm           hash: R -> the admission of a gated route,
 --                 spacing|concurrency|rate n|rate per|tenant n|tenant per,
---                 then, when the route is ordered or has a circuit,
---                 |ordered (1 or 0)|circuit failures|circuit cool-down
---                 (durations in ms, 0 for none; the versions before knew
---                 the first six only)
+--                 then, when the route is ordered or has a circuit or a
+--                 route bucket, |ordered (1 or 0)|circuit failures|circuit
+--                 cool-down, then, when it has a route bucket, |route
+--                 n|route per (durations in ms, 0 for none; the versions
+--                 before knew the first six, then nine, only)
 --   lq:<R|L>      zset: the lane's QUEUED and due; score -priority, as ready,
 --                 but WAIT - priority for a message of an ordered route
 --                 known to wait for its target's turn (an older active
@@ -58,6 +59,9 @@
 --                 fails (transient failures in a row), circ ('' closed,
 --                 open or probing) and cool (the cool-down, ms)
 --   tb:<R|T>      hash: a tenant's bucket on a route: tok and tat, as lst's
+--   tb:<R>        hash: a route's own bucket (route_rate), across its lanes
+--                 and tenants: tok and tat (R escaped holds no |, so no
+--                 tenant's bucket has its key)
 --   ln:<R>        set: the lanes (L) of a gated route that hold messages
 --   lsched        zset: the head (first message of lq) of each lane that
 --                 may admit now; score -priority, so by priority, then id
@@ -148,10 +152,12 @@ end
 -- (durations in ms).
 local function parserule(v)
 	local spacing, conc, rn, rper, tn, tper, rest = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)(.*)$')
-	local ordered, cfail, ccool = string.match(rest, '^|([01])|(%d+)|(%d+)$')
+	local ordered, cfail, ccool, more = string.match(rest, '^|([01])|(%d+)|(%d+)(.*)$')
+	local qn, qper = string.match(more or '', '^|(%d+)|(%d+)$')
 	return {
 		spacing = tonumber(spacing), conc = tonumber(conc), rn = tonumber(rn), rper = tonumber(rper),
 		tn = tonumber(tn), tper = tonumber(tper), ordered = ordered == '1', cfail = num(cfail), ccool = num(ccool),
+		qn = num(qn), qper = num(qper),
 	}
 end
 
