@@ -3,48 +3,24 @@ package webhooksink
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"time"
-)
 
-// shutdownGrace is how long Serve waits for requests in flight after its
-// context ends.
-const shutdownGrace = 5 * time.Second
+	"github.com/heraldmq/herald/internal/simserve"
+)
 
 // ListenAndServe serves s on addr until ctx ends; then it shuts the server
 // down and returns nil.
 func ListenAndServe(ctx context.Context, addr string, s *Sink) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return Serve(ctx, ln, s)
+	return simserve.ListenAndServe(ctx, addr, s)
 }
 
 // Serve serves s on ln until ctx ends; then it shuts the server down and
 // returns nil. It closes ln.
 func Serve(ctx context.Context, ln net.Listener, s *Sink) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return simserve.Serve(ctx, ln, s)
 }
 
 // GetStats reads the Stats of the sink served at baseURL (http://host:port).
