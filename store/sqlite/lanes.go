@@ -41,8 +41,20 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 		args  []any
 	}{
 		{`DELETE FROM lane_caps`, nil},
-		{`UPDATE messages SET gated = (route IN (SELECT value FROM json_each(?1)))
-			WHERE ` + activeSQL + ` AND gated != (route IN (SELECT value FROM json_each(?1)))`, []any{string(routesJSON)}},
+		// The active messages of routes no longer gated leave the lanes, and
+		// those of gated routes join them: each statement walks the partial
+		// indexes that hold the candidates, not the table, which holds the
+		// terminal messages of the last days too.
+		{`UPDATE messages SET gated = 0 WHERE id IN (SELECT id FROM messages INDEXED BY messages_target
+			WHERE gated = 1 AND ` + activeSQL + ` AND route NOT IN (SELECT value FROM json_each(?1)))`, []any{string(routesJSON)}},
+		{`UPDATE messages SET gated = 1 WHERE id IN (
+				SELECT id FROM messages INDEXED BY messages_ready
+					WHERE status = 'QUEUED' AND gated = 0 AND route IN (SELECT value FROM json_each(?1))
+				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
+					WHERE status = 'TO_RETRY' AND route IN (SELECT value FROM json_each(?1))
+				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight
+					WHERE ` + inFlightSQL + ` AND route IN (SELECT value FROM json_each(?1)))
+			AND gated = 0`, []any{string(routesJSON)}},
 		{`DELETE FROM lanes WHERE route NOT IN (SELECT value FROM json_each(?1))`, []any{string(routesJSON)}},
 	}
 	for _, r := range routes {
