@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldmq/herald/internal/proctest"
 )
 
 // startTimeout bounds how long a broker may take to answer a CONNECT.
@@ -61,7 +63,7 @@ func Start(tb testing.TB) *Server {
 	tb.Cleanup(s.kill)
 	var err error
 	for attempt := 0; ; attempt++ {
-		s.port, err = freePort()
+		s.port, err = proctest.FreePort()
 		if err != nil {
 			tb.Fatalf("mqtttest: %v", err)
 		}
@@ -131,31 +133,12 @@ func (s *Server) start() error {
 		close(end)
 	}()
 	s.cmd, s.end = cmd, end
-	if err := waitReady(s.Addr(), end); err != nil {
+	if err := proctest.WaitReady(func() error { return handshake(s.Addr()) }, end, startTimeout); err != nil {
 		s.killLocked()
 		out, _ := os.ReadFile(logPath)
 		return fmt.Errorf("mosquitto -c %s (port %d): %w\n%s", confPath, s.port, err, out)
 	}
 	return nil
-}
-
-// waitReady tries an MQTT handshake until the broker accepts it or exits.
-func waitReady(addr string, end <-chan struct{}) error {
-	deadline := time.Now().Add(startTimeout)
-	for {
-		err := handshake(addr)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-end:
-			return fmt.Errorf("exited before accepting a connection: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no CONNACK after %v: %v", startTimeout, err)
-		}
-	}
 }
 
 // handshake sends an MQTT 3.1.1 CONNECT on a connection of its own and
@@ -204,14 +187,4 @@ func (s *Server) killLocked() {
 	s.cmd.Process.Signal(os.Kill)
 	<-s.end
 	s.cmd = nil
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

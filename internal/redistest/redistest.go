@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldmq/herald/internal/proctest"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -69,7 +70,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 	}
 	tb.Cleanup(func() { s.kill() })
 	for attempt := 0; ; attempt++ {
-		s.port, err = freePort()
+		s.port, err = proctest.FreePort()
 		if err != nil {
 			tb.Fatalf("redistest: %v", err)
 		}
@@ -159,32 +160,12 @@ func (s *Server) start() error {
 		close(end)
 	}()
 	s.cmd, s.end = cmd, end
-	if err := s.waitReady(end); err != nil {
+	if err := proctest.WaitReady(func() error { return ping(s.Addr()) }, end, startTimeout); err != nil {
 		s.killLocked()
 		out, _ := os.ReadFile(logPath)
 		return fmt.Errorf("redis-server %s: %w\n%s", strings.Join(s.args(), " "), err, out)
 	}
 	return nil
-}
-
-// waitReady polls the server with PING until it answers PONG (not LOADING)
-// or it exits.
-func (s *Server) waitReady(end <-chan struct{}) error {
-	deadline := time.Now().Add(startTimeout)
-	for {
-		err := ping(s.Addr())
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-end:
-			return fmt.Errorf("exited before answering: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer after %v: %v", startTimeout, err)
-		}
-	}
 }
 
 // ping sends one PING on a connection of its own.
@@ -250,14 +231,4 @@ func (s *Server) killLocked() {
 	s.cmd.Process.Signal(os.Kill)
 	<-s.end
 	s.cmd = nil
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
