@@ -77,9 +77,9 @@ end
 -- lanes collects the lanes to put in their place: R|L -> true.
 local lanes = {}
 
--- gate moves the QUEUED messages of route into their lanes: the due ones
--- from ready to lq, those due later to ld too.
-local function gate(route)
+-- eachqueued calls f(id, m, rl) for each QUEUED message of route that has
+-- a lane (rl), and notes the lane to put in its place.
+local function eachqueued(route, f)
 	for _, tenant in ipairs(routetenants(route)) do
 		local grp = P .. 'grp:' .. tenant .. '|' .. route .. '|QUEUED'
 		for from = 0, redis.call('ZCARD', grp) - 1, PAGE do
@@ -87,17 +87,25 @@ local function gate(route)
 				local m = load(id)
 				local rl = laneof(m)
 				if rl then
-					if redis.call('ZSCORE', P .. 'delayed', id) then
-						redis.call('ZADD', P .. 'ld:' .. rl, m.due, id)
-					else
-						redis.call('ZREM', P .. 'ready', id)
-						redis.call('ZADD', P .. 'lq:' .. rl, negated(m.prio), id)
-					end
+					f(id, m, rl)
 					lanes[rl] = true
 				end
 			end
 		end
 	end
+end
+
+-- gate moves the QUEUED messages of route into their lanes: the due ones
+-- from ready to lq, those due later to ld too.
+local function gate(route)
+	eachqueued(route, function(id, m, rl)
+		if redis.call('ZSCORE', P .. 'delayed', id) then
+			redis.call('ZADD', P .. 'ld:' .. rl, m.due, id)
+		else
+			redis.call('ZREM', P .. 'ready', id)
+			redis.call('ZADD', P .. 'lq:' .. rl, negated(m.prio), id)
+		end
+	end)
 end
 
 -- reorder holds the routes ordered before or now, whose active messages
@@ -190,23 +198,13 @@ end
 for route in pairs(reorder) do
 	if want[route] then
 		local ordered = rule(route).ordered
-		for _, tenant in ipairs(routetenants(route)) do
-			local grp = P .. 'grp:' .. tenant .. '|' .. route .. '|QUEUED'
-			for from = 0, redis.call('ZCARD', grp) - 1, PAGE do
-				for _, id in ipairs(redis.call('ZRANGE', grp, from, from + PAGE - 1)) do
-					local m = load(id)
-					local rl = laneof(m)
-					if rl then
-						local score = negated(m.prio)
-						if ordered and m.target and behind(route, m.target, id) then
-							score = fmt(WAIT - num(m.prio))
-						end
-						redis.call('ZADD', P .. 'lq:' .. rl, 'XX', score, id)
-						lanes[rl] = true
-					end
-				end
+		eachqueued(route, function(id, m, rl)
+			local score = negated(m.prio)
+			if ordered and m.target and behind(route, m.target, id) then
+				score = fmt(WAIT - num(m.prio))
 			end
-		end
+			redis.call('ZADD', P .. 'lq:' .. rl, 'XX', score, id)
+		end)
 	end
 end
 
