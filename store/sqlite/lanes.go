@@ -345,8 +345,23 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 }
 
 // ReportCircuit feeds the circuit breaker of r's lane (see herald.Store).
+//
+// A success on a lane with no failure counted and no circuit open, the
+// usual answer, changes nothing: it is told from the read pool, without a
+// write (and its commit) on every send.
 func (s *Store) ReportCircuit(ctx context.Context, r herald.CircuitReport) (herald.CircuitChange, error) {
 	var ch herald.CircuitChange
+	if !r.Failed {
+		var failures int
+		var circuit string
+		err := s.rs.laneCircuit.QueryRowContext(ctx, r.Route, r.Lane).Scan(&failures, &circuit)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && failures == 0 && circuit == "") {
+			return ch, nil
+		}
+		if err != nil {
+			return ch, wrap("report circuit", err)
+		}
+	}
 	err := s.write(ctx, func(tx *wtx) error {
 		var err error
 		ch, err = tx.reportCircuit(r)

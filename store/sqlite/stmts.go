@@ -45,7 +45,7 @@ type readStmts struct {
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, tenantBucket, busiestLanes *sql.Stmt
 	routeBucket                                                *sql.Stmt
-	firstActive                                                *sql.Stmt
+	firstActive, laneCircuit                                   *sql.Stmt
 }
 
 // prepareWrite prepares the writer's statements on conn.
@@ -208,6 +208,7 @@ func (st *readStmts) defs() []stmtDef {
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
 					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
+		{&st.laneCircuit, `SELECT failures, circuit FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ? AND lane = ?`},
