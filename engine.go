@@ -65,6 +65,12 @@ type Observer interface {
 	// "circuit_open" (its lane's circuit opened). lanePaused tells whether
 	// the message's lane pauses for it too.
 	Throttled(route, reason string, lanePaused bool)
+	// Inbound counts an event a route's network sent back, by its type or
+	// kind and what became of it: stored, ignored (nothing to act on),
+	// invalid, applied, stale (a repeat, or its message moved on),
+	// unmatched (no message has its carrier id), unpaired (an ack without
+	// its uplink in time), uplink (sent to the subscribers).
+	Inbound(route, kind, result string)
 }
 
 type nopObserver struct{}
@@ -73,6 +79,7 @@ func (nopObserver) Transitioned(string, Status, Status) {}
 func (nopObserver) Delivered(string, time.Duration)     {}
 func (nopObserver) Problem(string)                      {}
 func (nopObserver) Throttled(string, string, bool)      {}
+func (nopObserver) Inbound(string, string, string)      {}
 
 // route is a configured Route with what the engine derives from it.
 type route struct {
@@ -109,13 +116,14 @@ type Engine struct {
 	claimingN    int                   // messages asked of the claims running; guarded by dispatchMu
 	// claimingTimed is the gated messages the claims running may take
 	// when a route is limited over time (gatedLimit); guarded by dispatchMu.
-	claimingTimed int
-	dispatching   bool          // the dispatch loop runs; guarded by dispatchMu
-	wake          chan struct{} // nudges the dispatcher
-	retryPending  chan struct{} // tells the dispatcher to release due retries
-	eventPending  chan struct{} // nudges the outbox
-	dispatchMu    sync.Mutex    // one dispatch round at a time
-	sends         sync.WaitGroup
+	claimingTimed  int
+	dispatching    bool          // the dispatch loop runs; guarded by dispatchMu
+	wake           chan struct{} // nudges the dispatcher
+	retryPending   chan struct{} // tells the dispatcher to release due retries
+	eventPending   chan struct{} // nudges the outbox
+	inboundPending chan struct{} // nudges the inbox loop
+	dispatchMu     sync.Mutex    // one dispatch round at a time
+	sends          sync.WaitGroup
 
 	// busy counts what may still act without a call from outside or a
 	// move of the clock: the loops not parked (see park), the goroutines
@@ -154,6 +162,7 @@ func New(cfg Config) (*Engine, error) {
 		wake:           make(chan struct{}, 1),
 		retryPending:   make(chan struct{}, 1),
 		eventPending:   make(chan struct{}, 1),
+		inboundPending: make(chan struct{}, 1),
 	}
 	for _, r := range cfg.Routes {
 		if r.Name == "" {
@@ -188,7 +197,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("herald: subscriber %d needs a name and a sink", i)
 		}
 		if len(s.Types) == 0 {
-			e.subscribers[i].Types = []Status{StatusDeliverySuccessful, StatusDeliveryFailed}
+			e.subscribers[i].Types = []Status{StatusDeliverySuccessful, StatusDeliveryFailed, EventUplink}
 		}
 		if s.MaxAttempts < 1 {
 			e.subscribers[i].MaxAttempts = 10
@@ -256,7 +265,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	for _, loop := range []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop} {
+	for _, loop := range []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop} {
 		e.loops.Add(1)
 		e.busy.Add(1)
 		go func() {
@@ -265,6 +274,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			loop(loopCtx)
 		}()
 	}
+	e.listen(loopCtx)
 	return nil
 }
 

@@ -98,6 +98,11 @@ func (e *Engine) deliverEvent(ctx context.Context, ev Event) {
 }
 
 func (e *Engine) sendEvent(ctx context.Context, sub Subscriber, ev Event) error {
+	if ev.MessageID == "" { // about no message: an uplink
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		return sub.Sink.Deliver(ctx, OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC(), Uplink: ev.Data})
+	}
 	m, err := e.store.Get(ctx, ev.MessageID)
 	if errors.Is(err, ErrNotFound) {
 		return Permanent(errors.New("message " + ev.MessageID + " no longer exists"))

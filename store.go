@@ -121,6 +121,25 @@ type Store interface {
 	// deleted), to be retried at r.RetryAt, or dead.
 	SettleEvent(ctx context.Context, r EventResult) error
 
+	// AddInbound stores ev, an event a push carrier sent back, in the
+	// inbox: durable on return, due at ev.DueAt.
+	AddInbound(ctx context.Context, ev Inbound) error
+
+	// ClaimInbound returns up to limit inbox events due at now, earliest
+	// due first, and makes them due again only at leaseUntil, so that one
+	// node looks at an event at a time.
+	ClaimInbound(ctx context.Context, now time.Time, limit int, leaseUntil time.Time) ([]Inbound, error)
+
+	// InboundByCorrelation returns the inbox events of route whose
+	// Correlation is correlation (an ack and its uplink), claimed or not.
+	InboundByCorrelation(ctx context.Context, route, correlation string) ([]Inbound, error)
+
+	// SettleInbound applies s in one write: deletes s.Done, makes s.Later
+	// due at s.DueAt, and enqueues s.Uplink for each of s.Notify (its ID
+	// and a subscriber's name make each outbox event's id; enqueueing an
+	// id twice keeps one). Unknown ids are skipped.
+	SettleInbound(ctx context.Context, s InboundSettle) error
+
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 
@@ -220,6 +239,9 @@ type Event struct {
 	Type       Status // the status the message moved to
 	At         time.Time
 	Attempt    int // deliveries tried so far
+	// Data is the body of an event about no message (MessageID is empty:
+	// an uplink), delivered as it is.
+	Data []byte
 }
 
 // EventResult settles a claimed Event.

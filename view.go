@@ -3,6 +3,7 @@ package herald
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"time"
 )
 
@@ -84,6 +85,9 @@ type OutcomeEvent struct {
 	At      time.Time      `json:"at"`
 	Message *MessageView   `json:"message,omitempty"`
 	Lane    *LaneEventView `json:"lane,omitempty"`
+	// Uplink is a device's uplink that answers no message (type uplink),
+	// as its carrier describes it.
+	Uplink json.RawMessage `json:"uplink,omitempty"`
 }
 
 // LaneEventView is the lane of a lane event.
@@ -103,7 +107,7 @@ type EventSink interface {
 // Subscriber receives an outcome event for each transition it subscribes to.
 type Subscriber struct {
 	Name  string
-	Types []Status // defaults to DELIVERY_SUCCESSFUL and DELIVERY_FAILED
+	Types []Status // defaults to DELIVERY_SUCCESSFUL, DELIVERY_FAILED and EventUplink
 	Retry RetryPolicy
 	// MaxAttempts bounds deliveries of one event; after the last it is dead.
 	MaxAttempts int

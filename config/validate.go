@@ -55,7 +55,7 @@ func (f *File) validateSubscribers() []error {
 			bad("secret_env: %v", err)
 		}
 		for _, t := range s.Types {
-			if _, err := herald.ParseStatus(t); err != nil {
+			if _, err := herald.ParseEventType(t); err != nil {
 				bad("types: %v", err)
 			}
 		}

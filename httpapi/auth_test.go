@@ -68,20 +68,3 @@ func TestProbesNeedNoKey(t *testing.T) {
 	}
 }
 
-func TestIngressIsMountedWithoutKey(t *testing.T) {
-	var gotRoute, gotPath string
-	ingress := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotRoute, gotPath = r.PathValue("route"), r.URL.Path
-		w.WriteHeader(http.StatusNoContent)
-	})
-	f := newFixture(t, func(c *Config) { c.Ingress = ingress })
-	rec := f.do("POST", "/v1/ingress/lora?event=up", "", `{}`)
-	wantStatus(t, rec, http.StatusNoContent)
-	if gotRoute != "lora" || gotPath != "/v1/ingress/lora" {
-		t.Errorf("ingress saw route %q path %q", gotRoute, gotPath)
-	}
-
-	// Without an ingress handler the path is unknown, still without a key.
-	f = newFixture(t)
-	wantError(t, f.do("POST", "/v1/ingress/lora", "", `{}`), http.StatusNotFound, codeNotFound)
-}

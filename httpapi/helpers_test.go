@@ -64,7 +64,33 @@ func (pushCarrier) Send(_ context.Context, m *herald.Message) (herald.SendResult
 	return herald.SendResult{}, nil
 }
 
-// faultyStore wraps a real store; when err is set, Get and Ping fail with it.
+// eventCarrier is a push carrier whose network sends events back to the
+// ingress with the secret ingressSecret: "txack" with a JSON body
+// {"item": queue item id}, and "join", which herald ignores.
+type eventCarrier struct{ pushCarrier }
+
+const ingressSecret = "s3cret"
+
+func (eventCarrier) ReadEvent(eventType, _ string, body []byte) (herald.Inbound, bool, error) {
+	var ev struct {
+		Item string `json:"item"`
+	}
+	switch {
+	case eventType == "join":
+		return herald.Inbound{}, false, nil
+	case eventType != "txack":
+		return herald.Inbound{}, false, herald.Invalid("event", "unknown event type %q", eventType)
+	case json.Unmarshal(body, &ev) != nil:
+		return herald.Inbound{}, false, herald.Invalid("body", "not a JSON event")
+	}
+	return herald.Inbound{Kind: herald.InboundTransmitted, ExternalID: ev.Item}, true, nil
+}
+
+func (eventCarrier) AwaitsAck(*herald.Message) bool { return false }
+func (eventCarrier) IngressSecret() string          { return ingressSecret }
+
+// faultyStore wraps a real store; when err is set, Get, Ping and
+// AddInbound fail with it.
 type faultyStore struct {
 	herald.Store
 	err error
@@ -75,6 +101,13 @@ func (s *faultyStore) Get(ctx context.Context, id string) (*herald.Message, erro
 		return nil, s.err
 	}
 	return s.Store.Get(ctx, id)
+}
+
+func (s *faultyStore) AddInbound(ctx context.Context, ev herald.Inbound) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.Store.AddInbound(ctx, ev)
 }
 
 func (s *faultyStore) Ping(ctx context.Context) error {
@@ -124,6 +157,7 @@ func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
 			{Name: "hooks", Carrier: testCarrier{}, Policy: policy},
 			{Name: "devices", Carrier: testCarrier{requireTarget: true}, Policy: policy},
 			{Name: "gw", Carrier: pushCarrier{}, Policy: gated}, // one message in flight per lane
+			{Name: "lora", Carrier: eventCarrier{}, Policy: policy},
 		},
 		Clock:  clk,
 		Logger: logger,

@@ -1,10 +1,11 @@
 // Package httpapi serves herald's HTTP API (JSON) over an engine: sending,
 // reading, listing, cancelling and replaying messages, dead letters, health,
-// stats, the busiest lanes, probes and metrics. It imports the core only; stores and carriers
+// stats, the busiest lanes, carriers' events (ingress), probes and metrics. It imports the core only; stores and carriers
 // reach it through the herald.Engine.
 //
 // Every /v1 path except /v1/ingress/ needs an "Authorization: Bearer <key>"
 // header whose key maps to a tenant; a tenant sees only its own messages.
+// The ingress checks its route's own secret instead.
 // Every error is answered as {"error":{"code":"...","message":"..."}}.
 package httpapi
 
@@ -29,10 +30,6 @@ type Config struct {
 	Metrics http.Handler
 	// Logger receives a line for every answer 500 and 503. Defaults to slog.Default().
 	Logger *slog.Logger
-	// Ingress is mounted at /v1/ingress/ without bearer authentication: it
-	// checks the route's own secret. The route's name is available as
-	// r.PathValue("route") for a path /v1/ingress/{route}. Nil answers 404.
-	Ingress http.Handler
 }
 
 // api holds what the handlers share.
@@ -70,9 +67,6 @@ func New(cfg Config) http.Handler {
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}
-	if cfg.Ingress != nil {
-		mux.Handle("/v1/ingress/{route}", cfg.Ingress)
-		mux.Handle("/v1/ingress/", cfg.Ingress)
-	}
+	mux.HandleFunc("POST /v1/ingress/{route}", a.ingress)
 	return a.authenticate(jsonFallback(mux))
 }

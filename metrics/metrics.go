@@ -14,6 +14,8 @@
 //   - herald_throttled_total{route,reason}: messages the engine held back,
 //     by reason (backpressure: the carrier asked to wait);
 //   - herald_lane_pauses_total{route,reason}: lane pauses, by reason;
+//   - herald_inbound_total{route,kind,result}: events carriers' networks
+//     sent back, by what became of them (see herald.Observer.Inbound);
 //
 // plus the Go runtime and process collectors.
 package metrics
@@ -44,6 +46,7 @@ type Metrics struct {
 	problems    *prometheus.CounterVec
 	throttled   *prometheus.CounterVec
 	lanePauses  *prometheus.CounterVec
+	inbound     *prometheus.CounterVec
 	counts      *countsCollector
 	lanes       *lanesCollector
 }
@@ -76,11 +79,15 @@ func New() *Metrics {
 			Name: "herald_lane_pauses_total",
 			Help: "Pauses of a gated route's lane, by route and reason (backpressure).",
 		}, []string{"route", "reason"}),
+		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_inbound_total",
+			Help: "Events carriers' networks sent back, by route, event type or kind, and result (stored, ignored, invalid, applied, stale, unmatched, unpaired, uplink).",
+		}, []string{"route", "kind", "result"}),
 	}
 	m.counts = newCountsCollector(m.problems)
 	m.lanes = newLanesCollector(m.problems)
 	m.reg.MustRegister(
-		m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.counts, m.lanes,
+		m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.inbound, m.counts, m.lanes,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -129,6 +136,11 @@ func (m *Metrics) Throttled(route, reason string, lanePaused bool) {
 	if lanePaused {
 		m.lanePauses.WithLabelValues(route, reason).Inc()
 	}
+}
+
+// Inbound counts an event a route's network sent back.
+func (m *Metrics) Inbound(route, kind, result string) {
+	m.inbound.WithLabelValues(route, kind, result).Inc()
 }
 
 // Problem counts something that went wrong.

@@ -216,7 +216,7 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 		}
 		var types []herald.Status
 		for _, t := range sc.Types {
-			st, err := herald.ParseStatus(t)
+			st, err := herald.ParseEventType(t)
 			if err != nil {
 				return nil, fmt.Errorf("subscriber %s: %w", sc.URL, err)
 			}

@@ -11,7 +11,8 @@ import (
 )
 
 // ClaimEvents returns up to limit outbox events due at now, earliest first,
-// and makes them due again only at leaseUntil.
+// and makes them due again only at leaseUntil. An uplink event has its
+// Data; a message's event has none.
 func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, leaseUntil time.Time) ([]herald.Event, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -24,7 +25,7 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, lease
 	events := make([]herald.Event, len(rows))
 	for i, r := range rows {
 		row, _ := r.([]any)
-		if len(row) != 6 {
+		if len(row) != 7 {
 			return nil, fmt.Errorf("redis claim events: unexpected reply %v", r)
 		}
 		at, err1 := strconv.ParseInt(str(row[4]), 10, 64)
@@ -35,6 +36,9 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, lease
 		events[i] = herald.Event{
 			ID: str(row[0]), Subscriber: str(row[1]), MessageID: str(row[2]), Type: herald.Status(str(row[3])),
 			At: unixms.Time(at), Attempt: attempt,
+		}
+		if data := str(row[6]); data != "" {
+			events[i].Data = []byte(data)
 		}
 	}
 	return events, nil

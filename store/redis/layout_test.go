@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/redistest"
 )
@@ -174,5 +176,41 @@ func TestBrokenMessage(t *testing.T) {
 	err = s.Transition(ctx, herald.Transition{ID: "m2", From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0})
 	if err != nil {
 		t.Errorf("Transition of a sound message: %v", err)
+	}
+}
+
+// TestInboxKeys stores inbox events of routes and correlations that hold
+// the layout's separator: each correlation finds its own, and once the
+// events are done no key of the inbox is left.
+func TestInboxKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv, "")
+	ctx := t.Context()
+	evs := []herald.Inbound{
+		{ID: "e1", Route: "a|b", Kind: herald.InboundAck, Correlation: "c", At: t0, DueAt: t0},
+		{ID: "e2", Route: "a", Kind: herald.InboundUplink, Correlation: "b|c", At: t0, DueAt: t0},
+		{ID: "e3", Route: "a%7Cb", Kind: herald.InboundUplink, Correlation: "c", At: t0, DueAt: t0},
+		{ID: "e4", Route: "a", Kind: herald.InboundTransmitted, At: t0, DueAt: t0},
+	}
+	for _, ev := range evs {
+		if err := s.AddInbound(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ev := range evs[:3] {
+		got, err := s.InboundByCorrelation(ctx, ev.Route, ev.Correlation)
+		if err != nil || len(got) != 1 || got[0].ID != ev.ID || got[0].Route != ev.Route || got[0].Correlation != ev.Correlation {
+			t.Errorf("InboundByCorrelation(%q, %q) = %+v, %v; want %s only", ev.Route, ev.Correlation, got, err, ev.ID)
+		}
+	}
+	if err := s.SettleInbound(ctx, herald.InboundSettle{Done: []string{"e1", "e2", "e3", "e4"}}); err != nil {
+		t.Fatal(err)
+	}
+	admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	for _, pattern := range []string{"in:*", "indue", "incorr:*"} {
+		if left, err := admin.Keys(ctx, s.keys[0]+pattern).Result(); err != nil || len(left) != 0 {
+			t.Errorf("keys %s of the inbox left once every event is done: %v, %v; want none", pattern, left, err)
+		}
 	}
 }

@@ -76,6 +76,22 @@ var everyMethod = []storeCall{
 	{"SettleEvent", func(ctx context.Context, s *Store) error {
 		return s.SettleEvent(ctx, herald.EventResult{ID: "no-such-event", Delivered: true})
 	}},
+	{"AddInbound", func(ctx context.Context, s *Store) error {
+		return s.AddInbound(ctx, herald.Inbound{ID: "in-" + time.Now().Format("150405.000000000"), Route: "r1",
+			Kind: herald.InboundAck, ExternalID: "ext-2", Correlation: "dedup", Acknowledged: true, At: t0, DueAt: t0})
+	}},
+	{"ClaimInbound", func(ctx context.Context, s *Store) error {
+		_, err := s.ClaimInbound(ctx, t0, 10, t0.Add(time.Minute))
+		return err
+	}},
+	{"InboundByCorrelation", func(ctx context.Context, s *Store) error {
+		_, err := s.InboundByCorrelation(ctx, "r1", "dedup")
+		return err
+	}},
+	{"SettleInbound", func(ctx context.Context, s *Store) error {
+		return s.SettleInbound(ctx, herald.InboundSettle{Done: []string{"no-such-event"}, Later: "other", DueAt: t0,
+			Uplink: &herald.Event{ID: "uplink.x", Type: "uplink", At: t0, Data: []byte("{}")}, Notify: []string{"hook"}})
+	}},
 	{"Purge", func(ctx context.Context, s *Store) error { _, err := s.Purge(ctx, herald.PurgeQuery{}); return err }},
 	{"Prune", func(ctx context.Context, s *Store) error { _, err := s.Prune(ctx, t0.Add(time.Hour), 10); return err }},
 }

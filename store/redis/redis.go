@@ -20,10 +20,11 @@
 // creation time (the queue's age), and a hash of counts for the other
 // statuses. Hashes and sets map idempotency keys, coalesce keys and external
 // ids to messages, and sorted sets dedup keys to the messages delivered;
-// the outbox is a hash per event and a sorted set of due events. The
-// messages of a gated route wait in their lanes instead of in ready, and
-// claims take them through the lanes that admit them (see lanes.go).
-// lua/lib.lua lists every key.
+// the outbox is a hash per event and a sorted set of due events, and so is
+// the inbox of the events push carriers send back, with a set of the
+// events of each route and correlation. The messages of a gated route wait
+// in their lanes instead of in ready, and claims take them through the
+// lanes that admit them (see lanes.go). lua/lib.lua lists every key.
 //
 // Concurrent Creates, and concurrent Transitions, run in batches: one
 // script call applies a batch in order, so that Redis pays once for what a

@@ -42,6 +42,11 @@ var (
 	admissionScript   = function("admission")
 	circuitScript     = function("circuit")
 	recountScript     = function("recount")
+
+	addInboundScript    = function("add_inbound")
+	claimInboundScript  = function("claim_inbound")
+	inboundByCorrScript = function("inbound_by_corr")
+	settleInboundScript = function("settle_inbound")
 )
 
 // script is a function of the library, by the name the server knows it by.

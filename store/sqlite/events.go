@@ -24,14 +24,14 @@ func (s *Store) ClaimEvents(ctx context.Context, now time.Time, limit int, lease
 	return events, wrap("claim events", err)
 }
 
-// scanEvent reads id, subscriber, message_id, type, at, attempt.
+// scanEvent reads id, subscriber, message_id, type, at, attempt, data.
 func scanEvent(sc rowScanner) (herald.Event, error) {
 	var (
 		e   herald.Event
 		typ string
 		at  int64
 	)
-	err := sc.Scan(&e.ID, &e.Subscriber, &e.MessageID, &typ, &at, &e.Attempt)
+	err := sc.Scan(&e.ID, &e.Subscriber, &e.MessageID, &typ, &at, &e.Attempt, &e.Data)
 	e.Type, e.At = herald.Status(typ), unixms.Time(at)
 	return e, err
 }

@@ -99,7 +99,8 @@ CREATE TABLE IF NOT EXISTS events (
 	attempt    INTEGER NOT NULL,
 	due_at     INTEGER NOT NULL, -- next claim; a claim pushes it to its lease's end
 	dead       INTEGER NOT NULL,
-	last_error TEXT NOT NULL
+	last_error TEXT NOT NULL,
+	data       BLOB              -- an event about no message (an uplink): its body
 ) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS events_due ON events (due_at) WHERE dead = 0;
@@ -197,3 +198,22 @@ BEGIN
 	UPDATE lanes SET ready_at = 0, held = 0 WHERE held = 1 AND route = new.route AND lane = new.lane
 		AND (new.status = 'QUEUED' OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED');
 END;
+
+-- The inbox: the events push carriers sent back (herald.Inbound), from
+-- their ingress until the engine has applied them.
+CREATE TABLE IF NOT EXISTS inbox (
+	id           TEXT PRIMARY KEY,
+	route        TEXT NOT NULL,
+	kind         TEXT NOT NULL,
+	external_id  TEXT NOT NULL,
+	correlation  TEXT NOT NULL,
+	acknowledged INTEGER NOT NULL,
+	permanent    INTEGER NOT NULL,
+	reason       TEXT NOT NULL,
+	device       TEXT NOT NULL,
+	uplink       BLOB,
+	at           INTEGER NOT NULL,
+	due_at       INTEGER NOT NULL  -- next claim; a claim pushes it to its lease's end
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS inbox_due ON inbox (due_at, id);
+CREATE INDEX IF NOT EXISTS inbox_correlation ON inbox (route, correlation) WHERE correlation != '';

@@ -18,7 +18,11 @@ type writeStmts struct {
 	selectRetry                           *sql.Stmt
 	purge, prune                          *sql.Stmt
 	claimEvents, deleteEvent, retryEvent  *sql.Stmt
-	killEvent                             *sql.Stmt
+	insertDataEvent                       *sql.Stmt
+
+	// The inbox's (inbox.go).
+	addInbound, claimInbound, deleteInbound, laterInbound *sql.Stmt
+	killEvent                                             *sql.Stmt
 
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeOrdered         *sql.Stmt
@@ -44,8 +48,11 @@ type readStmts struct {
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, tenantBucket, busiestLanes *sql.Stmt
-	routeBucket                                                *sql.Stmt
-	firstActive, laneCircuit                                   *sql.Stmt
+
+	// The inbox's (inbox.go).
+	inboundByCorrelation     *sql.Stmt
+	routeBucket              *sql.Stmt
+	firstActive, laneCircuit *sql.Stmt
 }
 
 // prepareWrite prepares the writer's statements on conn.
@@ -111,7 +118,14 @@ func (st *writeStmts) defs() []stmtDef {
 				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))`},
 		{&st.claimEvents, `UPDATE events SET due_at = ?1 WHERE id IN (
 				SELECT id FROM events WHERE dead = 0 AND due_at <= ?2 ORDER BY due_at LIMIT CAST(?3 AS INTEGER))
-			RETURNING id, subscriber, message_id, type, at, attempt`},
+			RETURNING id, subscriber, message_id, type, at, attempt, data`},
+		{&st.insertDataEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error, data)
+			VALUES (?1, ?2, '', ?3, ?4, 0, ?4, 0, '', ?5)`},
+		{&st.addInbound, `INSERT OR IGNORE INTO inbox (` + inboxCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.claimInbound, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_due
+			WHERE due_at <= ? ORDER BY due_at, id LIMIT CAST(? AS INTEGER)`},
+		{&st.deleteInbound, `DELETE FROM inbox WHERE id = ?`},
+		{&st.laterInbound, `UPDATE inbox SET due_at = ?2 WHERE id = ?1`},
 		{&st.deleteEvent, `DELETE FROM events WHERE id = ?`},
 		{&st.retryEvent, `UPDATE events SET due_at = ?, attempt = ?, last_error = ? WHERE id = ?`},
 		{&st.killEvent, `UPDATE events SET dead = 1, attempt = ?, last_error = ? WHERE id = ?`},
@@ -216,6 +230,8 @@ func (st *readStmts) defs() []stmtDef {
 			WHERE gated = 1 AND ` + inFlightSQL + ` AND route = ? AND lane = ? ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
+		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation
+			WHERE route = ? AND correlation = ? AND correlation != ''`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
 			WHERE gated = 1 AND ` + activeSQL + ` AND route = ? AND target = ? ORDER BY id LIMIT 1`},
 		// Busiest first: queued plus in flight.

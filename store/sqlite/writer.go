@@ -118,14 +118,15 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 
 // migrate brings a database written by an earlier version to the schema's
 // shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated and
-// dedup_key columns, and the ready index that now holds ungated messages
-// only.
+// dedup_key columns of messages, the data column of events, and the ready
+// index that now holds ungated messages only.
 func migrate(ctx context.Context, conn *sql.Conn) error {
-	var tables, gated, dedup int
+	var tables, gated, dedup, data int
 	err := conn.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'gated'),
-			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'dedup_key')`).Scan(&tables, &gated, &dedup)
+			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'dedup_key'),
+			(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'data')`).Scan(&tables, &gated, &dedup, &data)
 	if err != nil || tables == 0 {
 		return err
 	}
@@ -136,7 +137,12 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	if dedup == 0 {
-		_, err = conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN dedup_key TEXT NOT NULL DEFAULT ''`)
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN dedup_key TEXT NOT NULL DEFAULT ''`); err != nil {
+			return err
+		}
+	}
+	if data == 0 {
+		_, err = conn.ExecContext(ctx, `ALTER TABLE events ADD COLUMN data BLOB`)
 	}
 	return err
 }

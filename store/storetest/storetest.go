@@ -46,6 +46,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"List", testList},
 		{"Delete", testDelete},
 		{"Outbox", testOutbox},
+		{"Inbound", testInbound},
 		{"Lanes", testLanes},
 	} {
 		t.Run(topic.name, func(t *testing.T) { topic.run(t, open) })

@@ -32,9 +32,18 @@
 --                 content hash); score updated_at, so the latest last
 --   ext           hash: R|external id -> id of an active message
 --   lease         counter of the claims' leases
---   ev:<id>       hash: an outbox event
+--   ev:<id>       hash: an outbox event: sub, msg (empty for an uplink),
+--                 type, at, attempt, err, dead, and data (an uplink's body)
 --   evdue         zset: live events; score due time
 --   evdead        zset: dead events; score event time
+--
+-- Inbox: the events push carriers sent back, until the engine applies them.
+--   in:<id>       hash: an inbox event, fields INFIELDS (ack and perm 1 or
+--                 0, at in ms) and ci, its correlation's R|C (escaped R,
+--                 empty when it has no correlation)
+--   indue         zset: the inbox events; score due time (a claim's lease
+--                 end while claimed)
+--   incorr:<R|C>  set: the inbox events of route R and correlation C
 --
 -- Lanes: a gated route's messages wait in their lane, R|L, not in ready.
 --   adm           hash: R -> the admission of a gated route,
@@ -675,6 +684,26 @@ local function relane()
 		place(lanestate(rl), at)
 	end
 	touched = {}
+end
+
+-- INFIELDS are the fields of an inbox event's hash that inrow returns, in
+-- order after its id.
+local INFIELDS = { 'route', 'kind', 'ext', 'corr', 'ack', 'perm', 'reason', 'dev', 'up', 'at' }
+
+-- inrow returns inbox event id as claim_inbound and inbound_by_corr reply
+-- it: {id, INFIELDS..., due}, with due as given; nil when there is no such
+-- event.
+local function inrow(id, due)
+	local v = redis.call('HMGET', P .. 'in:' .. id, unpack(INFIELDS))
+	if not v[1] then
+		return nil
+	end
+	local row = { id }
+	for i = 1, #INFIELDS do
+		row[i + 1] = v[i]
+	end
+	row[#INFIELDS + 2] = due or ''
+	return row
 end
 
 -- batch runs op(o, n) for each of the calls in ARGV, which holds for each

@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/heraldmq/herald"
+)
+
+// codeUnauthorized answers an ingress request without the route's secret.
+const codeUnauthorized = "unauthorized"
+
+// ingress takes one event a route's network sends back (ChirpStack's HTTP
+// integration: POST /v1/ingress/{route}?event=up|ack|txack|log|join|status
+// with a JSON or Protobuf body). It answers 204 once the event is durable
+// in the inbox (or, for an event herald has no use for, counted and
+// dropped), 400 for a malformed event, 401 without the route's secret as
+// a bearer token, 404 for a route that takes no events, 413 for a body
+// over MaxBodyBytes, and 503 when the store cannot keep it: ChirpStack
+// does not retry, but an MQTT broker redelivers.
+func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
+	route := r.PathValue("route")
+	secret, ok := a.engine.IngressSecret(route)
+	if !ok {
+		writeError(w, http.StatusNotFound, codeUnknownRoute, "route "+route+" takes no carrier events")
+		return
+	}
+	if secret != "" && !bearerIs(r, secret) {
+		writeError(w, http.StatusUnauthorized, codeUnauthorized, "the route's ingress secret is required as Authorization: Bearer")
+		return
+	}
+	event := r.URL.Query().Get("event")
+	if event == "" {
+		writeError(w, http.StatusBadRequest, codeMissingField, "event: the query parameter ?event= is required")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, "body: larger than 1 MiB")
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, codeInvalidField, "body: "+err.Error())
+		return
+	}
+	err = a.engine.Ingest(r.Context(), route, event, r.Header.Get("Content-Type"), body)
+	var invalid *herald.InvalidError
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.As(err, &invalid):
+		writeError(w, http.StatusBadRequest, codeInvalidField, invalid.Error())
+	default:
+		a.log.Warn("carrier event not stored", "route", route, "event", event, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, "the event could not be stored; send it again")
+	}
+}
+
+// bearerIs reports whether r carries secret as its bearer token.
+func bearerIs(r *http.Request, secret string) bool {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(secret)) == 1
+}

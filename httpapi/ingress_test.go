@@ -1,0 +1,74 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/heraldmq/herald"
+)
+
+// inbox returns the events waiting in the fixture's inbox.
+func (f *fixture) inbox() []herald.Inbound {
+	f.t.Helper()
+	evs, err := f.store.Store.ClaimInbound(f.t.Context(), f.clock.Now(), 100, f.clock.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return evs
+}
+
+func TestIngressStoresAnEventBeforeAnswering204(t *testing.T) {
+	f := newFixture(t)
+	rec := f.do("POST", "/v1/ingress/lora?event=txack", ingressSecret, `{"item":"q-1"}`)
+	wantStatus(t, rec, http.StatusNoContent)
+	evs := f.inbox()
+	if len(evs) != 1 || evs[0].Kind != herald.InboundTransmitted || evs[0].ExternalID != "q-1" || evs[0].Route != "lora" {
+		t.Fatalf("inbox after the 204: %+v, want the txack of q-1", evs)
+	}
+}
+
+func TestIngressRefusesBadInputAndStoresNothing(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name, path, secret, body string
+		status                   int
+		code                     string
+	}{
+		{"no secret", "/v1/ingress/lora?event=txack", "", `{}`, http.StatusUnauthorized, codeUnauthorized},
+		{"wrong secret", "/v1/ingress/lora?event=txack", "nope", `{}`, http.StatusUnauthorized, codeUnauthorized},
+		{"an API key is not the secret", "/v1/ingress/lora?event=txack", keyA, `{}`, http.StatusUnauthorized, codeUnauthorized},
+		{"no event type", "/v1/ingress/lora", ingressSecret, `{}`, http.StatusBadRequest, codeMissingField},
+		{"unknown event", "/v1/ingress/lora?event=bogus", ingressSecret, `{}`, http.StatusBadRequest, codeInvalidField},
+		{"garbage body", "/v1/ingress/lora?event=txack", ingressSecret, `{garbage`, http.StatusBadRequest, codeInvalidField},
+		{"10 MiB body", "/v1/ingress/lora?event=txack", ingressSecret, strings.Repeat("x", 10<<20), http.StatusRequestEntityTooLarge, codeBodyTooLarge},
+		{"unknown route", "/v1/ingress/nowhere?event=txack", ingressSecret, `{}`, http.StatusNotFound, codeUnknownRoute},
+		{"route without events", "/v1/ingress/hooks?event=txack", ingressSecret, `{}`, http.StatusNotFound, codeUnknownRoute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantError(t, f.do("POST", tc.path, tc.secret, tc.body), tc.status, tc.code)
+		})
+	}
+	if evs := f.inbox(); len(evs) != 0 {
+		t.Fatalf("inbox after refused events: %+v, want empty", evs)
+	}
+}
+
+func TestIngressIgnoresWhatHeraldHasNoUseFor(t *testing.T) {
+	f := newFixture(t)
+	wantStatus(t, f.do("POST", "/v1/ingress/lora?event=join", ingressSecret, `{}`), http.StatusNoContent)
+	if evs := f.inbox(); len(evs) != 0 {
+		t.Fatalf("inbox after a join: %+v, want empty", evs)
+	}
+}
+
+func TestIngressAnswers503WhenTheStoreCannotKeepTheEvent(t *testing.T) {
+	f := newFixture(t)
+	f.store.err = errors.New("disk on fire")
+	rec := f.do("POST", "/v1/ingress/lora?event=txack", ingressSecret, `{"item":"q-1"}`)
+	wantError(t, rec, http.StatusServiceUnavailable, codeStoreUnavailable)
+	if rec.Header().Get("Retry-After") == "" {
+		t.Error("no Retry-After on the 503")
+	}
+}

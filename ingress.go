@@ -1,0 +1,86 @@
+package herald
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrNoIngress is returned by Ingest for a route that takes no events: it
+// is unknown, or its carrier's network sends none back.
+var ErrNoIngress = errors.New("route takes no carrier events")
+
+// Ingest takes one event that route's network sent back (eventType as the
+// network names it: ChirpStack's up, ack, txack, log, join, status) and
+// makes it durable in the store's inbox before it returns nil: the caller
+// may then acknowledge it. The inbox loop applies it to its message.
+//
+// It returns an *InvalidError for a malformed body or an unknown event
+// type, and ErrNoIngress for a route that takes no events; both change
+// nothing. An event that says nothing herald acts on (a join, a status)
+// returns nil and is only counted (Observer.Inbound).
+func (e *Engine) Ingest(ctx context.Context, route, eventType, contentType string, body []byte) error {
+	r, ok := e.routes[route]
+	if !ok {
+		return fmt.Errorf("route %q: %w", route, ErrNoIngress)
+	}
+	reader, ok := r.Carrier.(EventReader)
+	if !ok {
+		return fmt.Errorf("route %q: %w", route, ErrNoIngress)
+	}
+	ev, act, err := reader.ReadEvent(eventType, contentType, body)
+	if err != nil {
+		e.obs.Inbound(route, "", "invalid") // the type may be anything: not a label
+		e.log.Info("carrier event refused", "route", route, "event", eventType, "err", err)
+		return err
+	}
+	if !act {
+		e.obs.Inbound(route, eventType, "ignored")
+		return nil
+	}
+	now := e.clock.Now()
+	ev.ID, ev.Route, ev.At, ev.DueAt = e.ids.next(now), route, now, now
+	if err := e.store.AddInbound(ctx, ev); err != nil {
+		e.problem("store_error", "store carrier event", "route", route, "event", eventType, "err", err)
+		return fmt.Errorf("store carrier event: %w", err)
+	}
+	e.obs.Inbound(route, string(ev.Kind), "stored")
+	e.nudge(e.inboundPending)
+	return nil
+}
+
+// IngressSecret returns the bearer token route's network sends with its
+// events, and whether route takes events at all.
+func (e *Engine) IngressSecret(route string) (secret string, ok bool) {
+	r, known := e.routes[route]
+	if !known {
+		return "", false
+	}
+	reader, ok := r.Carrier.(EventReader)
+	if !ok {
+		return "", false
+	}
+	return reader.IngressSecret(), true
+}
+
+// listen runs the Listen of every route whose carrier receives its
+// network's events itself, until ctx ends; a listener that stops with an
+// error is logged.
+func (e *Engine) listen(ctx context.Context) {
+	for name, r := range e.routes {
+		l, ok := r.Carrier.(Listener)
+		if !ok {
+			continue
+		}
+		e.loops.Add(1)
+		go func() {
+			defer e.loops.Done()
+			ingest := func(ctx context.Context, eventType, contentType string, body []byte) error {
+				return e.Ingest(ctx, name, eventType, contentType, body)
+			}
+			if err := l.Listen(ctx, ingest); err != nil && ctx.Err() == nil {
+				e.problem("carrier_error", "carrier event listener stopped", "route", name, "err", err)
+			}
+		}()
+	}
+}

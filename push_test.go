@@ -1,0 +1,328 @@
+package herald_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// network is a push carrier whose events the tests write as JSON: it
+// accepts every message with the queue item id "q-<message id>", and can
+// hold a send until released, and say whether its queue still has an item.
+type network struct {
+	mu       sync.Mutex
+	hold     chan struct{} // when not nil, Send waits for it to close
+	queued   bool          // StillQueued's answer
+	sends    int
+	checked  int
+	external map[string]string // message id -> queue item id
+}
+
+func (n *network) Path() herald.Path              { return herald.PathPush }
+func (n *network) Validate(*herald.Message) error { return nil }
+func (n *network) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	n.mu.Lock()
+	n.sends++
+	hold := n.hold
+	n.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return herald.SendResult{}, ctx.Err()
+		}
+	}
+	return herald.SendResult{ExternalID: "q-" + m.ID}, nil
+}
+
+func (n *network) StillQueued(context.Context, *herald.Message) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.checked++
+	return n.queued, nil
+}
+
+// networkEvent is the test network's event body.
+type networkEvent struct {
+	Item         string `json:"item"`
+	Dedup        string `json:"dedup"`
+	Acknowledged bool   `json:"acknowledged"`
+	Code         string `json:"code"`
+	Data         string `json:"data"`
+}
+
+func (n *network) ReadEvent(eventType, _ string, body []byte) (herald.Inbound, bool, error) {
+	var ev networkEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return herald.Inbound{}, false, &herald.InvalidError{Field: "body", Message: err.Error()}
+	}
+	in := herald.Inbound{ExternalID: ev.Item, Correlation: ev.Dedup, Device: "0102030405060708"}
+	switch eventType {
+	case "txack":
+		in.Kind = herald.InboundTransmitted
+	case "ack":
+		in.Kind, in.Acknowledged = herald.InboundAck, ev.Acknowledged
+	case "up":
+		in.Kind, in.Uplink = herald.InboundUplink, []byte(fmt.Sprintf(`{"data":%q}`, ev.Data))
+	case "log":
+		in.Kind, in.Reason, in.Permanent = herald.InboundFailed, ev.Code, ev.Code == "DOWNLINK_PAYLOAD_SIZE"
+	case "join":
+		return herald.Inbound{}, false, nil
+	default:
+		return herald.Inbound{}, false, &herald.InvalidError{Field: "event", Message: "unknown event type " + eventType}
+	}
+	return in, true, nil
+}
+
+func (n *network) AwaitsAck(m *herald.Message) bool { return m.Params["confirmed"] != "false" }
+func (n *network) IngressSecret() string            { return "s3cret" }
+
+// pushRig is a rig with one lorawan route "lora" on a test network and a
+// recording subscriber.
+type pushRig struct {
+	*rig
+	net  *network
+	sink *recordingSink
+}
+
+func newPushRig(t *testing.T) *pushRig {
+	t.Helper()
+	n := &network{}
+	p, err := herald.ProfilePolicy(herald.ProfileLoRaWAN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Admission = herald.Admission{} // no spacing: the tests send one message at a time
+	sink := &recordingSink{}
+	r := newRig(t, []herald.Route{{Name: "lora", Carrier: n, Policy: p}}, herald.Subscriber{Name: "app", Sink: sink})
+	r.start()
+	return &pushRig{rig: r, net: n, sink: sink}
+}
+
+// ingest hands the engine one event of the test network and waits until
+// the engine has done what it would with it.
+func (r *pushRig) ingest(eventType string, ev networkEvent) {
+	r.t.Helper()
+	body, _ := json.Marshal(ev)
+	if err := r.eng.Ingest(context.Background(), "lora", eventType, "application/json", body); err != nil {
+		r.t.Fatalf("ingest %s: %v", eventType, err)
+	}
+	r.settle()
+}
+
+// delivered sends a confirmed message and waits until the network has it
+// (DELIVERED_TO_NS); it returns the message and its queue item id.
+func (r *pushRig) delivered(params map[string]string) (*herald.Message, string) {
+	r.t.Helper()
+	m := r.send(herald.SendRequest{Route: "lora", Target: "0102030405060708", Payload: []byte{1}, Params: params})
+	r.settle()
+	if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS {
+		r.t.Fatalf("after the send: %s, want DELIVERED_TO_NS", got.Status)
+	}
+	return m, "q-" + m.ID
+}
+
+func (r *pushRig) status(id string) herald.Status {
+	r.t.Helper()
+	return r.get(id).Status
+}
+
+func TestPushGoesThroughEveryStageWhenTheAckPairsWithItsUplink(t *testing.T) {
+	for _, order := range []string{"ack first", "uplink first"} {
+		t.Run(order, func(t *testing.T) {
+			r := newPushRig(t)
+			m, item := r.delivered(nil)
+			r.ingest("txack", networkEvent{Item: item})
+			got := r.get(m.ID)
+			if got.Status != herald.StatusSentToDevice || got.Deadline.Sub(r.clock.Now()) != 12*time.Second {
+				t.Fatalf("after the txack: %s, deadline in %v; want SENT_TO_DEVICE, 12s", got.Status, got.Deadline.Sub(r.clock.Now()))
+			}
+			ack, up := func() { r.ingest("ack", networkEvent{Item: item, Dedup: "d1", Acknowledged: true}) },
+				func() { r.ingest("up", networkEvent{Dedup: "d1", Data: "AQ=="}) }
+			first, second := ack, up
+			if order == "uplink first" {
+				first, second = up, ack
+			}
+			first()
+			r.advance(3 * time.Second)
+			if s := r.status(m.ID); s != herald.StatusSentToDevice {
+				t.Fatalf("with one of the pair: %s, want SENT_TO_DEVICE", s)
+			}
+			second()
+			checkTimeline(t, r.get(m.ID), []step{
+				{"", herald.StatusQueued, 0},
+				{herald.StatusQueued, herald.StatusSentToNS, 1},
+				{herald.StatusSentToNS, herald.StatusDeliveredToNS, 1},
+				{herald.StatusDeliveredToNS, herald.StatusSentToDevice, 1},
+				{herald.StatusSentToDevice, herald.StatusDeliverySuccessful, 1},
+			})
+			// Repeats change nothing, and the paired uplink is no uplink event.
+			r.ingest("txack", networkEvent{Item: item})
+			r.ingest("ack", networkEvent{Item: item, Dedup: "d1", Acknowledged: true})
+			r.advance(11 * time.Second)
+			if got := r.get(m.ID); len(got.Timeline) != 5 || got.Status != herald.StatusDeliverySuccessful {
+				t.Fatalf("after repeats: %s with %d entries, want DELIVERY_SUCCESSFUL with 5", got.Status, len(got.Timeline))
+			}
+			for _, ev := range r.sink.delivered() {
+				if ev.Type == herald.EventUplink {
+					t.Errorf("the paired uplink went to the subscriber: %s", ev.Uplink)
+				}
+			}
+		})
+	}
+}
+
+func TestPushUnconfirmedSucceedsAtTheTxack(t *testing.T) {
+	r := newPushRig(t)
+	m, item := r.delivered(map[string]string{"confirmed": "false"})
+	r.ingest("txack", networkEvent{Item: item})
+	if s := r.status(m.ID); s != herald.StatusDeliverySuccessful {
+		t.Fatalf("after the txack: %s, want DELIVERY_SUCCESSFUL", s)
+	}
+}
+
+func TestPushLoneAckOrUplinkOlderThanTheWindowDoesNotSucceed(t *testing.T) {
+	for _, lone := range []string{"ack", "up"} {
+		t.Run(lone, func(t *testing.T) {
+			r := newPushRig(t)
+			m, item := r.delivered(nil)
+			r.ingest("txack", networkEvent{Item: item})
+			ack, up := networkEvent{Item: item, Dedup: "d1", Acknowledged: true}, networkEvent{Dedup: "d1"}
+			if lone == "ack" {
+				r.ingest("ack", ack)
+				r.advance(herald.AckWindow + time.Millisecond)
+				r.ingest("up", up)
+			} else {
+				r.ingest("up", up)
+				r.advance(herald.AckWindow + time.Millisecond)
+				r.ingest("ack", ack)
+			}
+			if s := r.status(m.ID); s != herald.StatusSentToDevice {
+				t.Fatalf("with the pair %v apart: %s, want SENT_TO_DEVICE", herald.AckWindow+time.Millisecond, s)
+			}
+			r.advance(12*time.Second - herald.AckWindow)
+			if s := r.status(m.ID); s != herald.StatusToRetry {
+				t.Fatalf("after the device timeout: %s, want TO_RETRY", s)
+			}
+		})
+	}
+}
+
+func TestPushDeviceTimeoutRetries(t *testing.T) {
+	r := newPushRig(t)
+	m, item := r.delivered(nil)
+	r.ingest("txack", networkEvent{Item: item})
+	r.advance(12*time.Second - time.Millisecond)
+	if s := r.status(m.ID); s != herald.StatusSentToDevice {
+		t.Fatalf("just before the device timeout: %s", s)
+	}
+	r.advance(time.Millisecond)
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Timeline[len(got.Timeline)-1].Reason != "device timeout" {
+		t.Fatalf("at the device timeout: %s %q, want TO_RETRY \"device timeout\"", got.Status, got.Timeline[len(got.Timeline)-1].Reason)
+	}
+}
+
+func TestPushNackAndNetworkDropsRetryOrFail(t *testing.T) {
+	for _, tc := range []struct {
+		name, event string
+		ev          networkEvent
+		want        herald.Status
+	}{
+		{"nack", "ack", networkEvent{Acknowledged: false, Dedup: "d1"}, herald.StatusToRetry},
+		{"gateway", "log", networkEvent{Code: "DOWNLINK_GATEWAY"}, herald.StatusToRetry},
+		{"expired", "log", networkEvent{Code: "EXPIRED"}, herald.StatusToRetry},
+		{"payload size", "log", networkEvent{Code: "DOWNLINK_PAYLOAD_SIZE"}, herald.StatusDeliveryFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newPushRig(t)
+			m, item := r.delivered(nil)
+			tc.ev.Item = item
+			r.ingest(tc.event, tc.ev)
+			if s := r.status(m.ID); s != tc.want {
+				t.Fatalf("after %s: %s, want %s", tc.name, s, tc.want)
+			}
+		})
+	}
+}
+
+func TestPushEventBeforeItsStepIsDurableWaitsInTheInbox(t *testing.T) {
+	r := newPushRig(t)
+	hold := make(chan struct{})
+	r.net.mu.Lock()
+	r.net.hold = hold
+	r.net.mu.Unlock()
+	m := r.send(herald.SendRequest{Route: "lora", Target: "0102030405060708", Payload: []byte{1}})
+	eventually(t, func() bool { r.net.mu.Lock(); defer r.net.mu.Unlock(); return r.net.sends == 1 }, patience)
+	body, _ := json.Marshal(networkEvent{Item: "q-" + m.ID, Dedup: "tx"})
+	if err := r.eng.Ingest(context.Background(), "lora", "txack", "", body); err != nil {
+		t.Fatal(err)
+	}
+	// The engine looked at the txack, found no message with its queue
+	// item id, and keeps it for a moment later (not the claim's lease).
+	eventually(t, func() bool {
+		evs, err := r.store.InboundByCorrelation(context.Background(), "lora", "tx")
+		return err == nil && len(evs) == 1 && evs[0].DueAt.After(r.clock.Now()) && evs[0].DueAt.Before(r.clock.Now().Add(time.Second))
+	}, patience)
+	close(hold)
+	eventually(t, func() bool { return r.status(m.ID) == herald.StatusDeliveredToNS }, patience)
+	r.advance(time.Second)
+	if s := r.status(m.ID); s != herald.StatusSentToDevice {
+		t.Fatalf("txack received before DELIVERED_TO_NS: %s a second later, want SENT_TO_DEVICE", s)
+	}
+}
+
+func TestPushUplinkThatAnswersNoMessageGoesToSubscribers(t *testing.T) {
+	r := newPushRig(t)
+	r.ingest("up", networkEvent{Dedup: "d9", Data: "BQY="})
+	r.advance(herald.AckWindow)
+	evs := r.sink.delivered()
+	if len(evs) != 1 || evs[0].Type != herald.EventUplink || string(evs[0].Uplink) != `{"data":"BQY="}` || evs[0].Message != nil {
+		t.Fatalf("subscriber got %+v, want one uplink event with the data", evs)
+	}
+}
+
+func TestPushCarrierTimeoutExtendsWhileQueuedThenRetries(t *testing.T) {
+	r := newPushRig(t)
+	r.net.queued = true
+	m, _ := r.delivered(nil)
+	r.advance(15 * time.Minute)
+	got := r.get(m.ID)
+	if got.Status != herald.StatusDeliveredToNS || got.Deadline.Sub(r.clock.Now()) != 15*time.Minute {
+		t.Fatalf("at the carrier timeout with the item queued: %s, deadline in %v; want DELIVERED_TO_NS, 15m more", got.Status, got.Deadline.Sub(r.clock.Now()))
+	}
+	r.net.mu.Lock()
+	r.net.queued = false
+	r.net.mu.Unlock()
+	r.advance(15 * time.Minute)
+	if s := r.status(m.ID); s != herald.StatusToRetry {
+		t.Fatalf("at the carrier timeout with the item gone: %s, want TO_RETRY", s)
+	}
+}
+
+func TestIngestRefusesWhatItCannotRead(t *testing.T) {
+	r := newPushRig(t)
+	ctx := context.Background()
+	var invalid *herald.InvalidError
+	if err := r.eng.Ingest(ctx, "lora", "up", "", []byte("{garbage")); !errors.As(err, &invalid) {
+		t.Errorf("garbage body: %v, want an InvalidError", err)
+	}
+	if err := r.eng.Ingest(ctx, "lora", "bogus", "", []byte("{}")); !errors.As(err, &invalid) {
+		t.Errorf("unknown event: %v, want an InvalidError", err)
+	}
+	if err := r.eng.Ingest(ctx, "nowhere", "up", "", []byte("{}")); !errors.Is(err, herald.ErrNoIngress) {
+		t.Errorf("unknown route: %v, want ErrNoIngress", err)
+	}
+	if err := r.eng.Ingest(ctx, "lora", "join", "", []byte("{}")); err != nil {
+		t.Errorf("join: %v, want nil (ignored)", err)
+	}
+	evs, err := r.store.ClaimInbound(ctx, r.clock.Now(), 10, r.clock.Now())
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("inbox after refused events: %v %v, want empty", evs, err)
+	}
+}
