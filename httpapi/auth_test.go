@@ -67,4 +67,3 @@ func TestProbesNeedNoKey(t *testing.T) {
 		}
 	}
 }
-

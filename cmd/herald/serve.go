@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/chirpstack"
 	"github.com/heraldmq/herald/carrier/telegram"
 	"github.com/heraldmq/herald/carrier/webhook"
 	"github.com/heraldmq/herald/config"
@@ -182,6 +183,24 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 				}
 			}
 			c, err = webhook.New(webhook.Config{URL: rc.URL, Headers: rc.Headers, Secret: secret})
+		case config.CarrierChirpStack:
+			// Each *_env key names a variable that must be set: an unset
+			// ingress secret would let any caller in.
+			env := func(key, name string) string {
+				if name != "" && os.Getenv(name) == "" && err == nil {
+					err = fmt.Errorf("%s: environment variable %s is not set", key, name)
+				}
+				return os.Getenv(name)
+			}
+			cc := chirpstack.Config{Server: rc.Server, TLS: rc.TLS, Send: rc.Send,
+				Token: env("token_env", rc.TokenEnv), IngressSecret: env("ingress_secret_env", rc.IngressSecretEnv)}
+			if mq := rc.MQTT; mq != nil {
+				cc.MQTT = &chirpstack.MQTTConfig{URL: mq.URL, ApplicationID: mq.ApplicationID,
+					Username: env("mqtt.username_env", mq.UsernameEnv), Password: env("mqtt.password_env", mq.PasswordEnv)}
+			}
+			if err == nil {
+				c, err = chirpstack.New(cc)
+			}
 		case config.CarrierTelegram:
 			token := os.Getenv(rc.TokenEnv)
 			if token == "" {

@@ -1,0 +1,108 @@
+package chirpstack
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/heraldmq/herald"
+)
+
+// TestValidate accepts the messages of CONTRACT.md's chirpstack row and
+// names the field of each bad one.
+func TestValidate(t *testing.T) {
+	c := newCarrier(t, Config{Server: "127.0.0.1:1", Token: token})
+	big := make([]byte, MaxPayload)
+	for _, tc := range []struct {
+		name  string
+		m     *herald.Message
+		field string // "" for valid
+	}{
+		{"defaults", message(devA, []byte{1}, nil), ""},
+		{"upper-case DevEUI", message("0102030405060A0B", []byte{1}, nil), ""},
+		{"all params", message(devA, []byte{1}, map[string]string{"f_port": "223", "confirmed": "false"}), ""},
+		{"empty params are defaults", message(devA, []byte{1}, map[string]string{"f_port": "", "confirmed": ""}), ""},
+		{"largest payload", message(devA, big, nil), ""},
+		{"short DevEUI", message("01020304050607", []byte{1}, nil), "target"},
+		{"long DevEUI", message(devA+"00", []byte{1}, nil), "target"},
+		{"not hex", message("010203040506070g", []byte{1}, nil), "target"},
+		{"empty target", message("", []byte{1}, nil), "target"},
+		{"no payload", message(devA, nil, nil), "payload"},
+		{"payload too large", message(devA, append(big, 0), nil), "payload"},
+		{"text", &herald.Message{ID: msgID, Target: devA, Text: "hi"}, "text"},
+		{"f_port 0", message(devA, []byte{1}, map[string]string{"f_port": "0"}), "params.f_port"},
+		{"f_port 224", message(devA, []byte{1}, map[string]string{"f_port": "224"}), "params.f_port"},
+		{"f_port not a number", message(devA, []byte{1}, map[string]string{"f_port": "x"}), "params.f_port"},
+		{"f_port negative", message(devA, []byte{1}, map[string]string{"f_port": "-1"}), "params.f_port"},
+		{"confirmed yes", message(devA, []byte{1}, map[string]string{"confirmed": "yes"}), "params.confirmed"},
+		{"unknown param", message(devA, []byte{1}, map[string]string{"class": "C"}), "params"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Validate(tc.m)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v; want nil", err)
+				}
+				return
+			}
+			var inv *herald.InvalidError
+			if !errors.As(err, &inv) || inv.Field != tc.field {
+				t.Fatalf("Validate: %v; want an InvalidError for %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// TestAwaitsAck: a downlink is confirmed unless params.confirmed is false.
+func TestAwaitsAck(t *testing.T) {
+	c := newCarrier(t, Config{Server: "127.0.0.1:1", Token: token})
+	for v, want := range map[string]bool{"": true, "true": true, "false": false} {
+		if got := c.AwaitsAck(message(devA, []byte{1}, map[string]string{"confirmed": v})); got != want {
+			t.Errorf("confirmed %q: AwaitsAck %v; want %v", v, got, want)
+		}
+	}
+	if !c.AwaitsAck(message(devA, []byte{1}, nil)) {
+		t.Error("no params: AwaitsAck false; want true")
+	}
+}
+
+// TestNew refuses configurations that cannot work.
+func TestNew(t *testing.T) {
+	mq := &MQTTConfig{URL: "tcp://127.0.0.1:1883", ApplicationID: "6a1b0c4e-2f3d-4e5a-9b7c-8d9e0f1a2b3c"}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // part of the error; "" for none
+	}{
+		{"grpc", Config{Server: "localhost:8080", Token: token}, ""},
+		{"mqtt without server", Config{Send: SendMQTT, MQTT: mq}, ""},
+		{"listen only app", Config{Server: "localhost:8080", Token: token, MQTT: &MQTTConfig{URL: "ssl://b:8883"}}, ""},
+		{"no server", Config{Token: token}, "server"},
+		{"no token", Config{Server: "localhost:8080"}, "token"},
+		{"token with space", Config{Server: "localhost:8080", Token: "a b"}, "token"},
+		{"server without port", Config{Server: "localhost", Token: token}, "host:port"},
+		{"bad send", Config{Server: "localhost:8080", Token: token, Send: "http"}, "send"},
+		{"mqtt without broker", Config{Send: SendMQTT}, "broker"},
+		{"mqtt without app", Config{Send: SendMQTT, MQTT: &MQTTConfig{URL: "tcp://b:1883"}}, "application id"},
+		{"bad broker", Config{Send: SendMQTT, MQTT: &MQTTConfig{URL: "http://b", ApplicationID: "x"}}, "scheme"},
+		{"app with wildcard", Config{Send: SendMQTT, MQTT: &MQTTConfig{URL: "tcp://b:1883", ApplicationID: "+"}}, "application id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.cfg)
+			if c != nil {
+				defer c.Close()
+			}
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("New: %v; want %q", err, tc.want)
+			}
+		})
+	}
+	c, err := New(Config{Send: SendMQTT, MQTT: mq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.mqtt.ClientID != "herald-"+mq.ApplicationID || c.Path() != herald.PathPush {
+		t.Errorf("client id %q, path %v; want the default id and push", c.mqtt.ClientID, c.Path())
+	}
+}
