@@ -2,6 +2,8 @@ package herald
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -39,7 +41,7 @@ func (e *Engine) Ingest(ctx context.Context, route, eventType, contentType strin
 		return nil
 	}
 	now := e.clock.Now()
-	ev.ID, ev.Route, ev.At, ev.DueAt = e.ids.next(now), route, now, now
+	ev.ID, ev.Route, ev.At, ev.DueAt = eventID(route, eventType, body), route, now, now
 	if err := e.store.AddInbound(ctx, ev); err != nil {
 		e.problem("store_error", "store carrier event", "route", route, "event", eventType, "err", err)
 		return fmt.Errorf("store carrier event: %w", err)
@@ -47,6 +49,17 @@ func (e *Engine) Ingest(ctx context.Context, route, eventType, contentType strin
 	e.obs.Inbound(route, string(ev.Kind), "stored")
 	e.nudge(e.inboundPending)
 	return nil
+}
+
+// eventID names an event by its route, type and body: the same event
+// received twice (by two nodes subscribed to the same broker, or posted
+// again) is stored once while it waits in the inbox.
+func eventID(route, eventType string, body []byte) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(route), {0}, []byte(eventType), {0}, body} {
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // IngressSecret returns the bearer token route's network sends with its

@@ -305,6 +305,24 @@ func TestPushCarrierTimeoutExtendsWhileQueuedThenRetries(t *testing.T) {
 	}
 }
 
+func TestIngestTwiceStoresTheEventOnce(t *testing.T) {
+	r := newPushRig(t)
+	m, item := r.delivered(map[string]string{"confirmed": "false"})
+	body, _ := json.Marshal(networkEvent{Item: item, Dedup: "tx"})
+	for range 2 { // as two nodes subscribed to one broker would
+		if err := r.eng.Ingest(context.Background(), "lora", "txack", "", body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if evs, err := r.store.InboundByCorrelation(context.Background(), "lora", "tx"); err != nil || len(evs) > 1 {
+		t.Fatalf("inbox holds %d copies (%v), want at most 1", len(evs), err)
+	}
+	r.settle()
+	if s := r.status(m.ID); s != herald.StatusDeliverySuccessful {
+		t.Fatalf("after the txack: %s", s)
+	}
+}
+
 func TestIngestRefusesWhatItCannotRead(t *testing.T) {
 	r := newPushRig(t)
 	ctx := context.Background()

@@ -149,4 +149,8 @@ type MQTT struct {
 	// UsernameEnv and PasswordEnv name the variables holding the broker's credentials.
 	UsernameEnv string `yaml:"username_env"`
 	PasswordEnv string `yaml:"password_env"`
+	// ClientID is the client id of herald's persistent MQTT session, where
+	// events wait while herald is down; default "herald-<application_id>".
+	// Give each node sharing a store its own.
+	ClientID string `yaml:"client_id"`
 }

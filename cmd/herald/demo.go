@@ -36,6 +36,7 @@ const demoTelegramTokenEnv = "HERALD_DEMO_TELEGRAM_TOKEN"
 // demoSend is one message the demo sends.
 type demoSend struct {
 	route, target, text string
+	payload             []byte
 	params              map[string]string
 }
 
@@ -61,7 +62,7 @@ func demoCommand() *cobra.Command {
 	var exit bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the server with a flaky webhook sink and a Telegram Bot API simulator, send a stream of messages and show their transitions live",
+		Short: "Run the server with a flaky webhook sink, a Telegram Bot API simulator and a ChirpStack network server simulator, send a stream of messages and show their transitions live",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if failRate < 0 || failRate >= 1 {
@@ -82,6 +83,14 @@ func demoCommand() *cobra.Command {
 }
 
 func runDemo(ctx context.Context, out io.Writer, listen, store string, count int, failRate float64, exit bool) error {
+	listen, err := resolveListen(listen)
+	if err != nil {
+		return err
+	}
+	network, err := startDemoNetwork(ctx, listen)
+	if err != nil {
+		return err
+	}
 	sink := webhooksink.New(webhooksink.Config{FailRate: failRate, Delay: 30 * time.Millisecond, Seed: time.Now().UnixNano()})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,6 +109,8 @@ func runDemo(ctx context.Context, out io.Writer, listen, store string, count int
 		return err
 	}
 	go func() { _ = tgsim.Serve(ctx, tln, bot) }()
+	// The demo's API key and tokens are the simulators', set for this
+	// process only.
 	if err := os.Setenv(demoTelegramTokenEnv, bot.Token()); err != nil {
 		return err
 	}
@@ -122,7 +133,7 @@ routes:
     policy:
       retry: {kind: exponential, base: 500ms, multiplier: 2, max: 4s, jitter: 0.2}
       max_attempts: 4
-`, listen, store, demoKey, ln.Addr(), demoTelegramTokenEnv, tln.Addr())))
+%s`, listen, store, demoKey, ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()))))
 	if err != nil {
 		return err
 	}
@@ -132,14 +143,15 @@ routes:
 	}
 	defer srv.shutdown()
 	client := &apiClient{server: "http://" + srv.addr, key: demoKey}
-	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s\n",
-		srv.addr, store, failRate*100, tln.Addr())
-	sends := demoChats()
+	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s, ChirpStack simulator (gRPC) on %s with %d Class-C devices NACKing %.0f%% of downlinks\n",
+		srv.addr, store, failRate*100, tln.Addr(), network.Addr(), len(demoDevices), demoNackRate*100)
+	chats, downlinks := demoChats(), demoDownlinks()
+	sends := append(append([]demoSend{}, chats...), downlinks...)
 	for i := range count {
 		sends = append(sends, demoSend{route: "demo", text: fmt.Sprintf("hello #%d", i+1)})
 	}
-	fmt.Fprintf(out, "sending %d chat messages (route chat, carrier telegram) and %d webhooks (route demo); each line is one transition, as the timeline records it\n\n",
-		len(sends)-count, count)
+	fmt.Fprintf(out, "sending %d chat messages (route chat, carrier telegram), %d LoRaWAN downlinks (route lora, carrier chirpstack) and %d webhooks (route demo); each line is one transition, as the timeline records it\n\n",
+		len(chats), len(downlinks), count)
 
 	watched := make(map[string]int) // id -> timeline entries printed
 	var ids []string
@@ -154,7 +166,13 @@ routes:
 		case <-sendTick.C:
 			if len(ids) < len(sends) {
 				s := sends[len(ids)]
-				req := map[string]any{"route": s.route, "text": s.text}
+				req := map[string]any{"route": s.route}
+				if s.text != "" {
+					req["text"] = s.text
+				}
+				if s.payload != nil {
+					req["payload"] = s.payload
+				}
 				if s.target != "" {
 					req["target"] = s.target
 				}
@@ -174,7 +192,10 @@ routes:
 				return err
 			}
 			if len(ids) == len(sends) && endedCount(ended) == len(sends) {
-				if err := printChats(out, client, ids[:len(sends)-count], bot); err != nil {
+				if err := printChats(out, client, ids[:len(chats)], bot); err != nil {
+					return err
+				}
+				if err := printNetwork(out, client, ids[len(chats):len(chats)+len(downlinks)], network); err != nil {
 					return err
 				}
 				return finishDemo(ctx, out, client, sink, ended, exit)

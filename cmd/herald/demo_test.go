@@ -13,9 +13,11 @@ import (
 )
 
 // TestDemoShowsMessagesFlowing runs the demo to its end and checks that it
-// printed the transitions of every message and a summary: the webhooks and
-// the chat messages, one of them in chunks, one paused by a 429 and one
-// failed at once by a chat that blocked the bot.
+// printed the transitions of every message and a summary: the webhooks, the
+// chat messages (one of them in chunks, one paused by a 429, one failed at
+// once by a chat that blocked the bot) and the LoRaWAN downlinks through
+// the ChirpStack simulator (all four stages, one retried after a NACK, one
+// failed at once as too big).
 func TestDemoShowsMessagesFlowing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -30,13 +32,20 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		"Telegram: 7 sendMessage calls; Alice's chat shows 4 messages, the channel 1, Bob's none",
 		"to 1001          DELIVERY_SUCCESSFUL, in 3 chunks: external_id 2,3,4",
 		"to @herald_news  DELIVERY_SUCCESSFUL, message id 1",
-		"to 1002          DELIVERY_FAILED: telegram: sendMessage: 403 Forbidden: bot was blocked by the user"} {
+		"to 1002          DELIVERY_FAILED: telegram: sendMessage: 403 Forbidden: bot was blocked by the user",
+		"DELIVERED_TO_NS -> SENT_TO_DEVICE      attempt 1  (transmitted to the device)",
+		"SENT_TO_DEVICE  -> DELIVERY_SUCCESSFUL attempt 1  (acknowledged by the device)",
+		"SENT_TO_DEVICE  -> TO_RETRY            attempt 1  (not acknowledged)",
+		"to 0004a30b001c0a02  DELIVERY_FAILED at attempt 1: DOWNLINK_PAYLOAD_SIZE"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
 	}
-	if n := strings.Count(text, "-> QUEUED              attempt 0  (created)"); n != 5+len(demoChats()) {
-		t.Errorf("demo showed %d messages created, want 5 webhooks and %d chat messages:\n%s", n, len(demoChats()), text)
+	if n := strings.Count(text, "-> QUEUED              attempt 0  (created)"); n != 5+len(demoChats())+len(demoDownlinks()) {
+		t.Errorf("demo showed %d messages created, want 5 webhooks, %d chat messages and %d downlinks:\n%s", n, len(demoChats()), len(demoDownlinks()), text)
+	}
+	if n := strings.Count(text, "DELIVERY_SUCCESSFUL at attempt"); n != len(demoDownlinks())-1 {
+		t.Errorf("%d downlinks succeeded, want all but the one too big:\n%s", n, text)
 	}
 	if n := strings.Count(text, "-> DELIVERY_FAILED     attempt 1  (permanent error: send failed)"); n < 1 {
 		t.Errorf("the blocked chat's message did not fail at its first attempt:\n%s", text)

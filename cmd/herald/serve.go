@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -81,6 +82,7 @@ type server struct {
 	log    *slog.Logger
 	store  herald.Store
 	engine *herald.Engine
+	routes []herald.Route // their carriers are closed at shutdown
 	http   *http.Server
 	served chan error
 	addr   string
@@ -134,7 +136,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
 	}
-	s := &server{log: log, store: store, engine: engine, served: make(chan error, 1), addr: ln.Addr().String(),
+	s := &server{log: log, store: store, engine: engine, routes: routes, served: make(chan error, 1), addr: ln.Addr().String(),
 		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { s.served <- s.http.Serve(ln) }()
 	log.Info("herald serving", "listen", s.addr, "store", f.Store, "routes", len(routes))
@@ -158,6 +160,13 @@ func (s *server) shutdown() error {
 	defer cancel()
 	httpErr := s.http.Shutdown(ctx)
 	engineErr := s.engine.Stop(ctx)
+	for _, r := range s.routes {
+		if c, ok := r.Carrier.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				s.log.Warn("close carrier", "route", r.Name, "err", err)
+			}
+		}
+	}
 	storeErr := s.store.Close()
 	if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -195,7 +204,7 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 			cc := chirpstack.Config{Server: rc.Server, TLS: rc.TLS, Send: rc.Send,
 				Token: env("token_env", rc.TokenEnv), IngressSecret: env("ingress_secret_env", rc.IngressSecretEnv)}
 			if mq := rc.MQTT; mq != nil {
-				cc.MQTT = &chirpstack.MQTTConfig{URL: mq.URL, ApplicationID: mq.ApplicationID,
+				cc.MQTT = &chirpstack.MQTTConfig{URL: mq.URL, ApplicationID: mq.ApplicationID, ClientID: mq.ClientID,
 					Username: env("mqtt.username_env", mq.UsernameEnv), Password: env("mqtt.password_env", mq.PasswordEnv)}
 			}
 			if err == nil {
