@@ -130,81 +130,103 @@ func (e *Engine) applyInbound(ctx context.Context, ev Inbound) {
 	}
 }
 
-// onMessage applies ev to the message it is about with apply. An event
-// whose message is not found (its carrier id is not durable yet) waits in
+// onMessage applies ev to the message it is about with the transitions
+// apply returns, in order. The message may move meanwhile (another of its
+// events, applied at the same time): it is then read again and the
+// transitions asked of apply again, a few times. An event whose message
+// is not found (its carrier id is not durable yet, or it ended) waits in
 // the inbox for it until the route's accept timeout has passed since ev
 // arrived, then is dropped and counted.
-func (e *Engine) onMessage(ctx context.Context, ev Inbound, apply func(*route, *Message, Inbound) (Transition, bool)) (InboundSettle, error) {
+func (e *Engine) onMessage(ctx context.Context, ev Inbound, apply func(*route, *Message, Inbound) []Transition) (InboundSettle, error) {
 	done := InboundSettle{Done: []string{ev.ID}}
 	r, ok := e.routes[ev.Route]
 	if !ok {
 		return done, nil
 	}
+	for try := 1; ; try++ {
+		s, moved, err := e.onMessageOnce(ctx, r, ev, apply)
+		if !moved || try == inboxTries {
+			if moved {
+				e.obs.Inbound(ev.Route, string(ev.Kind), "stale")
+			}
+			return s, err
+		}
+	}
+}
+
+// inboxTries bounds the tries of onMessage on a message that keeps moving.
+const inboxTries = 3
+
+// onMessageOnce is one try of onMessage; moved tells that the message
+// moved under it.
+func (e *Engine) onMessageOnce(ctx context.Context, r *route, ev Inbound, apply func(*route, *Message, Inbound) []Transition) (s InboundSettle, moved bool, err error) {
+	done := InboundSettle{Done: []string{ev.ID}}
 	m, err := e.store.FindByExternalID(ctx, ev.Route, ev.ExternalID)
 	if errors.Is(err, ErrNotFound) || (err == nil && m.Status == StatusSentToNS) {
 		now := e.clock.Now()
 		if now.Sub(ev.At) < r.Policy.Timeouts.Accept {
-			return InboundSettle{Later: ev.ID, DueAt: now.Add(inboxRecheck)}, nil
+			return InboundSettle{Later: ev.ID, DueAt: now.Add(inboxRecheck)}, false, nil
 		}
 		e.obs.Inbound(ev.Route, string(ev.Kind), "unmatched")
-		e.log.Warn("carrier event answers no message: dropped", "route", ev.Route, "kind", ev.Kind, "external_id", ev.ExternalID)
-		return done, nil
+		e.log.Info("carrier event answers no active message: dropped", "route", ev.Route, "kind", ev.Kind, "external_id", ev.ExternalID)
+		return done, false, nil
 	}
 	if err != nil {
-		return InboundSettle{}, err
+		return InboundSettle{}, false, err
 	}
-	t, ok := apply(r, m, ev)
-	if !ok {
+	ts := apply(r, m, ev)
+	if len(ts) == 0 {
 		e.obs.Inbound(ev.Route, string(ev.Kind), "stale") // a repeat, or the message moved on
-		return done, nil
+		return done, false, nil
 	}
-	err = e.apply(ctx, m, t)
-	switch {
-	case errors.Is(err, ErrConflict):
-		e.obs.Inbound(ev.Route, string(ev.Kind), "stale")
-	case err != nil:
-		return InboundSettle{}, err
-	default:
-		e.obs.Inbound(ev.Route, string(ev.Kind), "applied")
+	for _, t := range ts {
+		err = e.apply(ctx, m, t)
+		if errors.Is(err, ErrConflict) {
+			return done, true, nil
+		}
+		if err != nil {
+			return InboundSettle{}, false, err
+		}
 	}
-	return done, nil
+	e.obs.Inbound(ev.Route, string(ev.Kind), "applied")
+	return done, false, nil
 }
 
 // transmitted: the network sent m to its device. A message that waits
 // for the device's acknowledgement moves to SENT_TO_DEVICE with the device
 // timeout; any other is delivered.
-func (e *Engine) transmitted(r *route, m *Message, ev Inbound) (Transition, bool) {
+func (e *Engine) transmitted(r *route, m *Message, _ Inbound) []Transition {
 	if m.Status != StatusDeliveredToNS {
-		return Transition{}, false
+		return nil
 	}
 	t := Transition{From: m.Status, Lease: m.Lease, At: e.clock.Now(), Reason: "transmitted to the device"}
 	if reader, ok := r.Carrier.(EventReader); ok && reader.AwaitsAck(m) {
 		t.To, t.Deadline = StatusSentToDevice, t.At.Add(r.Policy.Timeouts.Device)
-		return t, true
+		return []Transition{t}
 	}
 	t.To = StatusDeliverySuccessful
-	return t, true
+	return []Transition{t}
 }
 
 // nack: the device did not acknowledge m; it is retried.
-func (e *Engine) nack(r *route, m *Message, ev Inbound) (Transition, bool) {
+func (e *Engine) nack(r *route, m *Message, _ Inbound) []Transition {
 	if !awaitingNetwork(m.Status) {
-		return Transition{}, false
+		return nil
 	}
-	return e.failure(r, m, errors.New("the device did not acknowledge the downlink"), "not acknowledged"), true
+	return []Transition{e.failure(r, m, errors.New("the device did not acknowledge the downlink"), "not acknowledged")}
 }
 
 // dropped: the network dropped m (a log event); it is retried, or failed
 // when the network's reason is permanent.
-func (e *Engine) dropped(r *route, m *Message, ev Inbound) (Transition, bool) {
+func (e *Engine) dropped(r *route, m *Message, ev Inbound) []Transition {
 	if !awaitingNetwork(m.Status) {
-		return Transition{}, false
+		return nil
 	}
 	cause := errors.New(ev.Reason)
 	if ev.Permanent {
 		cause = Permanent(cause)
 	}
-	return e.failure(r, m, cause, "dropped by the network"), true
+	return []Transition{e.failure(r, m, cause, "dropped by the network")}
 }
 
 // awaitingNetwork reports whether a message in status s waits for its
@@ -252,12 +274,26 @@ func (e *Engine) applyUplink(ctx context.Context, up Inbound) (InboundSettle, er
 	return s, nil
 }
 
-// acknowledged: the device acknowledged m (its uplink paired).
-func (e *Engine) acknowledged(r *route, m *Message, ev Inbound) (Transition, bool) {
+// acknowledged: the device acknowledged m (its uplink paired). An ack
+// applied before its txack (the network's events may reach herald out of
+// order) records the transmission first, so that the timeline shows every
+// stage.
+func (e *Engine) acknowledged(r *route, m *Message, ev Inbound) []Transition {
 	if !awaitingNetwork(m.Status) {
-		return Transition{}, false
+		return nil
 	}
-	return Transition{From: m.Status, To: StatusDeliverySuccessful, Lease: m.Lease, At: e.clock.Now(), Reason: "acknowledged by the device"}, true
+	now := e.clock.Now()
+	done := Transition{From: m.Status, To: StatusDeliverySuccessful, Lease: m.Lease, At: now, Reason: "acknowledged by the device"}
+	if m.Status == StatusSentToDevice {
+		return []Transition{done}
+	}
+	sent := e.transmitted(r, m, ev)[0]
+	sent.Reason = "transmitted to the device (its ack came first)"
+	if sent.To != StatusSentToDevice {
+		return []Transition{sent} // a message that awaits no ack: delivered at transmission
+	}
+	done.From = StatusSentToDevice
+	return []Transition{sent, done}
 }
 
 // partner returns the inbox event of kind that pairs with ev: the same

@@ -178,6 +178,58 @@ func TestPushGoesThroughEveryStageWhenTheAckPairsWithItsUplink(t *testing.T) {
 	}
 }
 
+func TestPushAckBeforeItsTxackRecordsEveryStage(t *testing.T) {
+	r := newPushRig(t)
+	m, item := r.delivered(nil)
+	r.ingest("up", networkEvent{Dedup: "d1"})
+	r.ingest("ack", networkEvent{Item: item, Dedup: "d1", Acknowledged: true})
+	r.ingest("txack", networkEvent{Item: item}) // late: changes nothing
+	r.advance(time.Minute)
+	checkTimeline(t, r.get(m.ID), []step{
+		{"", herald.StatusQueued, 0},
+		{herald.StatusQueued, herald.StatusSentToNS, 1},
+		{herald.StatusSentToNS, herald.StatusDeliveredToNS, 1},
+		{herald.StatusDeliveredToNS, herald.StatusSentToDevice, 1},
+		{herald.StatusSentToDevice, herald.StatusDeliverySuccessful, 1},
+	})
+}
+
+// TestPushEventsAppliedTogetherEachCount hands the engine a message's
+// txack, uplink and ack at once, so that the inbox applies them in
+// parallel and they race on the message: each message still ends
+// DELIVERY_SUCCESSFUL through every stage, at its first attempt.
+func TestPushEventsAppliedTogetherEachCount(t *testing.T) {
+	r := newPushRig(t)
+	var ms []*herald.Message
+	var items []string
+	for range 20 {
+		m, item := r.delivered(nil)
+		ms, items = append(ms, m), append(items, item)
+	}
+	for i, item := range items {
+		dedup := fmt.Sprint("d", i)
+		for _, ev := range []struct {
+			typ string
+			ev  networkEvent
+		}{{"txack", networkEvent{Item: item}}, {"up", networkEvent{Dedup: dedup}}, {"ack", networkEvent{Item: item, Dedup: dedup, Acknowledged: true}}} {
+			body, _ := json.Marshal(ev.ev)
+			if err := r.eng.Ingest(context.Background(), "lora", ev.typ, "", body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r.advance(time.Second)
+	for _, m := range ms {
+		checkTimeline(t, r.get(m.ID), []step{
+			{"", herald.StatusQueued, 0},
+			{herald.StatusQueued, herald.StatusSentToNS, 1},
+			{herald.StatusSentToNS, herald.StatusDeliveredToNS, 1},
+			{herald.StatusDeliveredToNS, herald.StatusSentToDevice, 1},
+			{herald.StatusSentToDevice, herald.StatusDeliverySuccessful, 1},
+		})
+	}
+}
+
 func TestPushUnconfirmedSucceedsAtTheTxack(t *testing.T) {
 	r := newPushRig(t)
 	m, item := r.delivered(map[string]string{"confirmed": "false"})
