@@ -68,6 +68,14 @@ type SendResult struct {
 
 // Poller is implemented by pull carriers: it asks the carrier how a task it
 // accepted is doing.
+//
+// Poll returns PollFailed with the carrier's reason as the error when the
+// task failed: the message is retried like a failed send (TO_RETRY, or
+// DELIVERY_FAILED once its attempts are used up), or fails at once when
+// the reason is permanent (Permanent(err), or a route's permanent pattern).
+// Any other error is a poll that failed, whatever its class: the task is
+// polled again at the next poll, and the error becomes the message's last
+// error.
 type Poller interface {
 	Poll(ctx context.Context, m *Message) (PollResult, error)
 }
@@ -77,9 +85,9 @@ type PollResult int
 
 // The poll results.
 const (
-	PollPending PollResult = iota // not finished: poll again later
-	PollSucceeded
-	PollFailed
+	PollPending   PollResult = iota // not finished: poll again later
+	PollSucceeded                   // done
+	PollFailed                      // failed; the error says why
 )
 
 // QueueChecker is implemented by push carriers that can tell whether a

@@ -334,7 +334,7 @@ func (e *Engine) send(m *Message) (t Transition, ok bool, outcome sendOutcome) {
 	case PathPull:
 		t.To = StatusDeliveredToNS
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
-		t.DueAt = now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt)))
+		t.DueAt = now.Add(r.Policy.NextPoll(true, now.Sub(m.CreatedAt), e.cfg.Random()))
 	}
 	return t, true, outcomeAccepted
 }

@@ -126,6 +126,12 @@ type Policy struct {
 	RetryCarrierTimeout bool
 	// PollDelays: how often a pull carrier's task is polled, by message age.
 	PollDelays []PollStep
+	// FirstPoll is the wait between a pull task's acceptance and its first
+	// poll, whatever the message's age; 0 means PollDelay of its age.
+	FirstPoll time.Duration
+	// PollJitter, 0..0.5, adds a random share of each poll's wait, so that
+	// tasks accepted together are not polled together.
+	PollJitter float64
 	// Admission is the flow control of the route's lanes.
 	Admission Admission
 	// DedupTTL, when positive, turns content-hash dedup on: a message
@@ -145,6 +151,21 @@ func (p Policy) PollDelay(age time.Duration) time.Duration {
 	return d
 }
 
+// NextPoll returns the wait before a poll of a pull task of the given
+// age: FirstPoll for the first poll after acceptance (when set), else
+// PollDelay(age); plus a random 0..PollJitter share of it, given rnd in
+// [0, 1).
+func (p Policy) NextPoll(first bool, age time.Duration, rnd float64) time.Duration {
+	d := p.PollDelay(age)
+	if first && p.FirstPoll > 0 {
+		d = p.FirstPoll
+	}
+	if p.PollJitter > 0 && rnd > 0 {
+		d += time.Duration(float64(d) * p.PollJitter * rnd)
+	}
+	return d
+}
+
 // Validate reports the first thing wrong with p.
 func (p Policy) Validate() error {
 	if err := p.Retry.Validate(); err != nil {
@@ -158,6 +179,12 @@ func (p Policy) Validate() error {
 	}
 	if p.DedupTTL < 0 {
 		return fmt.Errorf("dedup_ttl %v is negative", p.DedupTTL)
+	}
+	if p.FirstPoll < 0 {
+		return fmt.Errorf("first poll %v is negative", p.FirstPoll)
+	}
+	if p.PollJitter < 0 || p.PollJitter > 0.5 {
+		return fmt.Errorf("poll jitter %v must be within 0..0.5", p.PollJitter)
 	}
 	if p.Timeouts.Accept <= 0 || p.Timeouts.Carrier <= 0 || p.Timeouts.Device <= 0 {
 		return fmt.Errorf("timeouts must all be > 0 (accept %v, carrier %v, device %v)",
@@ -193,13 +220,21 @@ var Profiles = map[Profile]Policy{
 		MaxAttempts: 12,
 		MaxAge:      48 * time.Hour,
 		Timeouts:    Timeouts{Accept: 20 * time.Second, Carrier: 48 * time.Hour, Device: 12 * time.Second},
+		// Seed 000: the first poll 10 s after acceptance, then by the
+		// message's age: under 20 s every 10 s, under 50 s every 15 s,
+		// under 90 s every 20 s, then every 30 s; +0–20 % jitter spreads
+		// tasks accepted together. At 48 h (max age, and the carrier
+		// timeout after acceptance) the message fails "timed out waiting
+		// for remote task completion", without retry.
 		PollDelays: []PollStep{
 			{Age: 0, Delay: 10 * time.Second},
-			{Age: time.Minute, Delay: 15 * time.Second},
-			{Age: 5 * time.Minute, Delay: 20 * time.Second},
-			{Age: 15 * time.Minute, Delay: 30 * time.Second},
+			{Age: 20 * time.Second, Delay: 15 * time.Second},
+			{Age: 50 * time.Second, Delay: 20 * time.Second},
+			{Age: 90 * time.Second, Delay: 30 * time.Second},
 		},
-		Admission: Admission{Concurrency: 5}, // seed 000: 5 tasks at a time per DCU
+		FirstPoll:  10 * time.Second,
+		PollJitter: 0.2,
+		Admission:  Admission{Concurrency: 5}, // seed 000: 5 tasks at a time per DCU
 	},
 	ProfileChannel: {
 		Retry:               RetryPolicy{Kind: RetrySchedule, Schedule: []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}},

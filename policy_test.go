@@ -76,15 +76,53 @@ func TestClassCAndRoomProfiles(t *testing.T) {
 
 func TestTaskPollDelaysGrowWithAge(t *testing.T) {
 	p, _ := ProfilePolicy(ProfileTaskPoll)
-	if p.MaxAge != 48*time.Hour || p.RetryCarrierTimeout {
-		t.Errorf("taskpoll: max age %v, retry after acceptance %v; want 48h and no retry", p.MaxAge, p.RetryCarrierTimeout)
+	if p.MaxAge != 48*time.Hour || p.Timeouts.Carrier != 48*time.Hour || p.RetryCarrierTimeout {
+		t.Errorf("taskpoll: max age %v, carrier timeout %v, retry after acceptance %v; want 48h, 48h and no retry",
+			p.MaxAge, p.Timeouts.Carrier, p.RetryCarrierTimeout)
 	}
-	for age, want := range map[time.Duration]time.Duration{
-		0: 10 * time.Second, 2 * time.Minute: 15 * time.Second, 10 * time.Minute: 20 * time.Second, time.Hour: 30 * time.Second,
+	ms := time.Millisecond
+	for _, c := range []struct{ age, want time.Duration }{
+		{0, 10 * time.Second}, {19_999 * ms, 10 * time.Second},
+		{20_000 * ms, 15 * time.Second}, {49_999 * ms, 15 * time.Second},
+		{50_000 * ms, 20 * time.Second}, {89_999 * ms, 20 * time.Second},
+		{90_000 * ms, 30 * time.Second}, {47 * time.Hour, 30 * time.Second},
 	} {
-		if got := p.PollDelay(age); got != want {
-			t.Errorf("poll delay at age %v = %v, want %v", age, got, want)
+		if got := p.PollDelay(c.age); got != c.want {
+			t.Errorf("poll delay at age %v = %v, want %v", c.age, got, c.want)
 		}
+		if got := p.NextPoll(false, c.age, 0); got != c.want {
+			t.Errorf("next poll at age %v without jitter = %v, want %v", c.age, got, c.want)
+		}
+	}
+	// The first poll is 10 s after acceptance, however long the message waited.
+	for _, age := range []time.Duration{0, 19_999 * ms, 20_000 * ms, time.Hour} {
+		if got := p.NextPoll(true, age, 0); got != 10*time.Second {
+			t.Errorf("first poll at age %v = %v, want 10s", age, got)
+		}
+	}
+}
+
+func TestPollJitterSpreadsPollsUpward(t *testing.T) {
+	p, _ := ProfilePolicy(ProfileTaskPoll)
+	seen := map[time.Duration]bool{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100 {
+		d := p.NextPoll(false, time.Hour, rng.Float64())
+		if d < 30*time.Second || d >= 36*time.Second {
+			t.Fatalf("jittered poll %v outside [30s, 36s)", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 90 {
+		t.Errorf("100 jittered polls took %d distinct waits: not spread", len(seen))
+	}
+	p.PollJitter = 0.6
+	if p.Validate() == nil {
+		t.Error("poll jitter 0.6 validated")
+	}
+	p.PollJitter, p.FirstPoll = 0, -time.Second
+	if p.Validate() == nil {
+		t.Error("a negative first poll validated")
 	}
 }
 

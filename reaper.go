@@ -3,6 +3,7 @@ package herald
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -59,8 +60,12 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 		lease = m.Lease
 	}
 	if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
+		lastErr := "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)
+		if e.awaitingTask(m) {
+			lastErr = taskTimeoutError + " (" + lastErr + ")"
+		}
 		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: lease, At: now,
-			Reason: "expired", LastError: "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)})
+			Reason: "expired", LastError: lastErr})
 		return
 	}
 	r, ok := e.routes[m.Route]
@@ -105,6 +110,9 @@ func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 		}
 	}
 	cause := errors.New("carrier did not finish within the carrier timeout")
+	if e.awaitingTask(m) {
+		cause = fmt.Errorf("%s (none within %v of its acceptance)", taskTimeoutError, r.Policy.Timeouts.Carrier)
+	}
 	if !r.Policy.RetryCarrierTimeout {
 		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, At: now,
 			Reason: "carrier timeout", LastError: cause.Error()})
@@ -113,7 +121,19 @@ func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 	e.record(ctx, m, e.failure(r, m, cause, "carrier timeout"))
 }
 
-// poll asks a pull carrier how its task is doing.
+// taskTimeoutError is the last error of a pull task given up on: its
+// message expired, or its carrier timeout passed, while the task ran.
+const taskTimeoutError = "timed out waiting for remote task completion"
+
+// awaitingTask reports whether m is a pull carrier's task being polled.
+func (e *Engine) awaitingTask(m *Message) bool {
+	r, ok := e.routes[m.Route]
+	return ok && m.Status == StatusDeliveredToNS && r.Carrier.Path() == PathPull
+}
+
+// poll asks a pull carrier how its task is doing. A failed task is retried
+// with the carrier's reason, or fails at once when that is permanent; a
+// poll that errs is tried again at the next poll.
 func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 	p, ok := r.Carrier.(Poller)
 	if !ok {
@@ -124,16 +144,21 @@ func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 	cancel()
 	now := e.clock.Now()
 	t := Transition{From: m.Status, Lease: m.Lease, At: now, Deadline: m.Deadline}
+	next := now.Add(r.Policy.NextPoll(false, now.Sub(m.CreatedAt), e.cfg.Random()))
 	switch {
+	case res == PollFailed:
+		if err == nil {
+			err = errors.New("carrier reports the task failed")
+		}
+		e.log.Info("task failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
+		t = e.failure(r, m, err, "task failed")
 	case err != nil:
 		e.problem("carrier_error", "poll task", "id", m.ID, "err", err)
-		t.To, t.DueAt, t.LastError = m.Status, now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt))), err.Error()
+		t.To, t.DueAt, t.LastError = m.Status, next, err.Error()
 	case res == PollSucceeded:
 		t.To, t.Reason, t.Deadline = StatusDeliverySuccessful, "task completed", time.Time{}
-	case res == PollFailed:
-		t.To, t.Reason, t.Deadline, t.LastError = StatusDeliveryFailed, "task failed", time.Time{}, "carrier reports the task failed"
 	default:
-		t.To, t.DueAt = m.Status, now.Add(r.Policy.PollDelay(now.Sub(m.CreatedAt)))
+		t.To, t.DueAt = m.Status, next
 	}
 	e.record(ctx, m, t)
 }

@@ -216,6 +216,8 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 				return nil, fmt.Errorf("route %q: token_env: environment variable %s is not set (the telegram bot token)", rc.Name, rc.TokenEnv)
 			}
 			c, err = telegram.New(telegram.Config{Token: token, BaseURL: rc.BaseURL})
+		case config.CarrierCalinV1, config.CarrierCalinV2:
+			c, err = calinCarrier(rc)
 		default:
 			err = fmt.Errorf("carrier %q is not available in this build", rc.Carrier)
 		}
