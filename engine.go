@@ -151,7 +151,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	setDefaults(&cfg)
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: newCountingObserver(cfg.Observer),
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: newCountingObserver(cfg.Observer, cfg.Clock),
 		routes:         make(map[string]*route, len(cfg.Routes)),
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
 		admission:      make(map[string]Admission),

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/heraldmq/herald/clock"
 )
 
 // Stats summarises a tenant's messages. The counts by status and route,
@@ -91,15 +93,19 @@ func (e *Engine) Stats(ctx context.Context, tenant string) (Stats, error) {
 	return s, nil
 }
 
-// countingObserver keeps the engine's Counters from what the engine tells
-// its Observer, and passes everything on to the configured one.
+// countingObserver keeps the engine's Counters and its Activity (see
+// activity.go) from what the engine tells its Observer, and passes
+// everything on to the configured one.
 type countingObserver struct {
 	Observer
 	enqueued, succeeded, retried, deadLettered, deduplicated atomic.Int64
+	activity                                                 activityLog
 }
 
-func newCountingObserver(o Observer) *countingObserver {
-	return &countingObserver{Observer: o}
+func newCountingObserver(o Observer, clk clock.Clock) *countingObserver {
+	c := &countingObserver{Observer: o}
+	c.activity.clock = clk
+	return c
 }
 
 // Transitioned counts a creation (from "" to QUEUED), a success, a retry
@@ -115,6 +121,7 @@ func (c *countingObserver) Transitioned(route string, from, to Status) {
 	case to == StatusDeliveryFailed:
 		c.deadLettered.Add(1)
 	}
+	c.activity.transitioned(to)
 	c.Observer.Transitioned(route, from, to)
 }
 

@@ -205,6 +205,8 @@ type Query struct {
 	Status        Status
 	Route         string
 	CorrelationID string
+	// Target, when not empty, matches the message's Target exactly.
+	Target string
 	// Reason, with Status DELIVERY_FAILED, matches LastError by substring.
 	Reason string
 	// Since and Until bound UpdatedAt (inclusive, exclusive) when non-zero.

@@ -264,6 +264,32 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+func TestUIKey(t *testing.T) {
+	const base = "api_keys: [{key: k}]\nroutes: [{name: hooks, carrier: webhook, url: \"http://127.0.0.1:9000/in\"}]\n"
+	for _, c := range []struct {
+		name, yaml string
+		want       bool
+	}{
+		{"absent", "", true},
+		{"true", "ui: true\n", true},
+		{"false", "ui: false\n", false},
+	} {
+		f, err := Parse([]byte(base + c.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := f.UIEnabled(); got != c.want {
+			t.Errorf("%s: UIEnabled = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !Default().UIEnabled() {
+		t.Error("the default config serves no admin page")
+	}
+	if _, err := Parse([]byte(base + "ui: maybe\n")); err == nil {
+		t.Error("ui: maybe parsed; want an error")
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	if err == nil || !os.IsNotExist(errorsUnwrapAll(err)) {

@@ -48,7 +48,13 @@ type File struct {
 	DrainBudget Duration `yaml:"drain_budget"`
 	// Concurrency bounds the sends in flight at once; 0 keeps the engine's default (64).
 	Concurrency int `yaml:"concurrency"`
+	// UI serves the admin page at /ui (log in with an API key). Defaults
+	// to true; false serves no page, no /ui path at all.
+	UI *bool `yaml:"ui"`
 }
+
+// UIEnabled reports whether the admin page is served: unless ui is false.
+func (f *File) UIEnabled() bool { return f.UI == nil || *f.UI }
 
 // APIKey is one bearer key of the HTTP API.
 type APIKey struct {

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -48,8 +50,15 @@ func needsKey(path string) bool {
 	return (path == "/v1" || strings.HasPrefix(path, "/v1/")) && !strings.HasPrefix(path, "/v1/ingress/")
 }
 
-// authenticate refuses /v1 requests without a known bearer key (401) and
-// tells the handlers the tenant of the others.
+// CSRFHeader is the header in which a request authenticated by a browser
+// session carries the session's token when it changes anything.
+const CSRFHeader = "X-CSRF-Token"
+
+// authenticate refuses /v1 requests without a known bearer key or a
+// browser session (401), and state-changing ones of a session that are
+// cross-site or lack its token (403); it tells the handlers the tenant of
+// the others. A request with an Authorization header is judged by it
+// alone, whatever cookies it has.
 func (a *api) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !needsKey(r.URL.Path) {
@@ -57,6 +66,15 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		tenant, ok := a.keys.tenant(r)
+		if !ok && r.Header.Get("Authorization") == "" && a.sessions != nil {
+			var token string
+			if tenant, token, ok = a.sessions.Session(r); ok {
+				if msg := browserWriteRefused(r, token); msg != "" {
+					writeError(w, http.StatusForbidden, codeForbidden, msg)
+					return
+				}
+			}
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			msg := "a valid Authorization: Bearer <key> header is required"
@@ -68,4 +86,52 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
+}
+
+// browserWriteRefused says why r, authenticated by a browser session whose
+// token is token, may not go on, or "" when it may: a request that changes
+// nothing may; one that changes something must come from the page's own
+// origin (SameOrigin) and carry token in CSRFHeader.
+func browserWriteRefused(r *http.Request, token string) string {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return ""
+	}
+	if !SameOrigin(r) {
+		return "a cross-origin request may not change anything with the session cookie"
+	}
+	got := r.Header.Get(CSRFHeader)
+	if token == "" || got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		return "the " + CSRFHeader + " header does not match the session"
+	}
+	return ""
+}
+
+// SameOrigin reports whether a browser says r comes from a page of r's own
+// origin: Sec-Fetch-Site, when present, is "same-origin", and Origin, when
+// present, names r's host (with https when r came over TLS). At least one
+// of them must be present (browsers send Origin with every POST and
+// DELETE), so a request that proves nothing is refused. A page served
+// with "Referrer-Policy: no-referrer" makes its browser send "Origin:
+// null", which is refused: serve the page with another policy.
+func SameOrigin(r *http.Request) bool {
+	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	if site == "" && origin == "" {
+		return false
+	}
+	if site != "" && site != "same-origin" {
+		return false
+	}
+	if origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+			return false
+		}
+		// Without TLS here, a proxy in front may have ended it: either
+		// scheme will do, the host tells a foreign origin.
+		if r.TLS != nil && u.Scheme != "https" {
+			return false
+		}
+	}
+	return true
 }

@@ -1,11 +1,15 @@
 // Package httpapi serves herald's HTTP API (JSON) over an engine: sending,
 // reading, listing, cancelling and replaying messages, dead letters, health,
-// stats, the busiest lanes, carriers' events (ingress), probes and metrics. It imports the core only; stores and carriers
+// stats, the busiest lanes, the last hour's activity, carriers' events (ingress), probes and metrics. It imports the core only; stores and carriers
 // reach it through the herald.Engine.
 //
 // Every /v1 path except /v1/ingress/ needs an "Authorization: Bearer <key>"
 // header whose key maps to a tenant; a tenant sees only its own messages.
-// The ingress checks its route's own secret instead.
+// The ingress checks its route's own secret instead. A request without an
+// Authorization header may instead carry a browser session (Config.Sessions,
+// the admin page's cookie); a state-changing one (any method but GET, HEAD
+// and OPTIONS) must then also come from the same origin and carry the
+// session's token in the CSRFHeader header, or it is refused 403.
 // Every error is answered as {"error":{"code":"...","message":"..."}}.
 package httpapi
 
@@ -30,18 +34,30 @@ type Config struct {
 	Metrics http.Handler
 	// Logger receives a line for every answer 500 and 503. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Sessions finds the browser session of a request that has no
+	// Authorization header; nil accepts bearer keys only.
+	Sessions Sessions
+}
+
+// Sessions finds browser sessions: the admin page's login cookie.
+type Sessions interface {
+	// Session returns the tenant of r's session and the token that r must
+	// carry in the CSRFHeader header when it changes anything; ok is false
+	// when r has no live session.
+	Session(r *http.Request) (tenant, csrfToken string, ok bool)
 }
 
 // api holds what the handlers share.
 type api struct {
-	engine *herald.Engine
-	keys   keyring
-	log    *slog.Logger
+	engine   *herald.Engine
+	keys     keyring
+	sessions Sessions
+	log      *slog.Logger
 }
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
-	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), log: cfg.Logger}
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -61,6 +77,7 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("GET /v1/health", a.health)
 	mux.HandleFunc("GET /v1/stats", a.stats)
 	mux.HandleFunc("GET /v1/lanes", a.lanes)
+	mux.HandleFunc("GET /v1/activity", a.activity)
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 

@@ -52,10 +52,11 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, m.View())
 }
 
-// list handles GET /v1/messages?status=&route=&correlation_id=&limit=&cursor=.
+// list handles GET /v1/messages?status=&route=&correlation_id=&target=&limit=&cursor=.
+// target matches the message's target exactly.
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	query := herald.Query{Route: q.Get("route"), CorrelationID: q.Get("correlation_id"), Cursor: q.Get("cursor")}
+	query := herald.Query{Route: q.Get("route"), CorrelationID: q.Get("correlation_id"), Target: q.Get("target"), Cursor: q.Get("cursor")}
 	if s := q.Get("status"); s != "" {
 		st, err := herald.ParseStatus(s)
 		if err != nil {

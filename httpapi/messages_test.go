@@ -136,6 +136,34 @@ func TestListPagingAndFilters(t *testing.T) {
 	}
 }
 
+func TestListByTarget(t *testing.T) {
+	f := newFixture(t)
+	a1 := f.sendOK(`{"route":"devices","target":"meter-4711","text":"a"}`)
+	f.sendOK(`{"route":"devices","target":"meter-47","text":"b"}`)
+	a3 := f.sendOK(`{"route":"hooks","target":"meter-4711","text":"c"}`)
+	rec := f.do("POST", "/v1/messages", keyB, `{"route":"devices","target":"meter-4711","text":"d"}`)
+	wantStatus(t, rec, http.StatusAccepted)
+
+	l := f.list("/v1/messages?target=meter-4711", keyA)
+	if got := viewIDs(l.Messages); fmt.Sprint(got) != fmt.Sprint([]string{a3.ID, a1.ID}) {
+		t.Errorf("target=meter-4711 lists %v, want %v (exact match, tenant A's only)", got, []string{a3.ID, a1.ID})
+	}
+	if l := f.list("/v1/messages?target=meter-4711&route=devices", keyA); fmt.Sprint(viewIDs(l.Messages)) != fmt.Sprint([]string{a1.ID}) {
+		t.Errorf("target and route list %v, want [%s]", viewIDs(l.Messages), a1.ID)
+	}
+	if l := f.list("/v1/messages?target=meter", keyA); len(l.Messages) != 0 {
+		t.Errorf("target=meter lists %v, want none: the match is exact", viewIDs(l.Messages))
+	}
+}
+
+func viewIDs(views []herald.MessageView) []string {
+	var ids []string
+	for _, v := range views {
+		ids = append(ids, v.ID)
+	}
+	return ids
+}
+
 func TestListBodyKeys(t *testing.T) {
 	f := newFixture(t)
 	rec := f.do("GET", "/v1/messages", keyA, "")

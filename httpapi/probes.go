@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/heraldmq/herald"
+)
 
 // statusBody is the answer of the probes.
 type statusBody struct {
@@ -25,6 +29,18 @@ func (a *api) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
+}
+
+// activityBody is the answer of GET /v1/activity.
+type activityBody struct {
+	Minutes []herald.ActivityMinute `json:"minutes"`
+}
+
+// activity handles GET /v1/activity: what this process did in each minute
+// of the last hour, oldest first, of every tenant (like the counters of
+// GET /v1/stats).
+func (a *api) activity(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, activityBody{Minutes: a.engine.Activity()})
 }
 
 // healthz handles GET /healthz: the process answers.

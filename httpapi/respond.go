@@ -17,6 +17,7 @@ const (
 	codeBodyTooLarge     = "body_too_large"
 	codeUnknownRoute     = "unknown_route"
 	codeNotFound         = "not_found"
+	codeForbidden        = "forbidden"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeNotCancellable   = "not_cancellable"
 	codeNotReplayable    = "not_replayable"

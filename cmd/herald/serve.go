@@ -25,6 +25,7 @@ import (
 	"github.com/heraldmq/herald/notify"
 	"github.com/heraldmq/herald/sim/webhooksink"
 	"github.com/heraldmq/herald/stdwebhook"
+	"github.com/heraldmq/herald/ui"
 )
 
 // demoSinkPath is where a server without a config serves its built-in sink.
@@ -132,7 +133,14 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log}))
+	var sessions httpapi.Sessions
+	if f.UIEnabled() {
+		admin := ui.New(ui.Config{Keys: keys, Logger: log})
+		mux.Handle(ui.Path, admin)
+		mux.Handle(ui.Path+"/", admin)
+		sessions = admin
+	}
+	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions}))
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
 	}
@@ -140,6 +148,9 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { s.served <- s.http.Serve(ln) }()
 	log.Info("herald serving", "listen", s.addr, "store", f.Store, "routes", len(routes))
+	if f.UIEnabled() {
+		log.Info("admin page", "url", "http://"+s.addr+ui.Path)
+	}
 	if builtinSink {
 		log.Info("no config: demo route \"demo\" posts to the built-in sink", "sink", "http://"+s.addr+demoSinkPath, "api_key", keyHint(keys))
 	}

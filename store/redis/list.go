@@ -239,6 +239,7 @@ func matches(q herald.Query, m *herald.Message) bool {
 		(q.Status == "" || m.Status == q.Status) &&
 		(q.Route == "" || m.Route == q.Route) &&
 		(q.CorrelationID == "" || m.CorrelationID == q.CorrelationID) &&
+		(q.Target == "" || m.Target == q.Target) &&
 		(q.Reason == "" || strings.Contains(m.LastError, q.Reason)) &&
 		(q.Since.IsZero() || updated >= unixms.From(q.Since)) &&
 		(q.Until.IsZero() || updated < unixms.From(q.Until))

@@ -50,6 +50,9 @@ func (s *Store) List(ctx context.Context, q herald.Query) ([]*herald.Message, st
 	if q.CorrelationID != "" {
 		add("correlation_id = ?", q.CorrelationID)
 	}
+	if q.Target != "" {
+		add("target = ?", q.Target)
+	}
 	if q.Reason != "" {
 		add("instr(last_error, ?) > 0", q.Reason)
 	}

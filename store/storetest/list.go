@@ -70,6 +70,56 @@ func testList(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("Target", func(t *testing.T) {
+		h := open(t)
+		var msgs []*herald.Message
+		for _, target := range []string{"meter-4711", "meter-4712", "meter-4711", "meter-471", "METER-4711"} {
+			m := newMessage("r1")
+			m.Target = target
+			msgs = append(msgs, h.create(m))
+		}
+		other := newMessage("r1")
+		other.Tenant, other.Target = "globex", "meter-4711"
+		h.create(other)
+		h.walk(msgs[2].ID, at(time.Second), herald.StatusQueued, herald.StatusSentToNS)
+
+		for _, c := range []struct {
+			name string
+			q    herald.Query
+			want []string
+		}{
+			// Exact: not a prefix, not a substring, not another case.
+			{"Exact", herald.Query{Tenant: "acme", Target: "meter-4711"}, []string{msgs[2].ID, msgs[0].ID}},
+			{"EveryTenant", herald.Query{Target: "meter-4711"}, []string{other.ID, msgs[2].ID, msgs[0].ID}},
+			{"WithStatus", herald.Query{Tenant: "acme", Target: "meter-4711", Status: herald.StatusQueued}, []string{msgs[0].ID}},
+			{"None", herald.Query{Tenant: "acme", Target: "meter-9"}, nil},
+		} {
+			got, cursor, err := h.s.List(h.ctx, c.q)
+			if err != nil {
+				t.Fatalf("%s: List: %v", c.name, err)
+			}
+			if !slices.Equal(ids(got), c.want) || cursor != "" {
+				t.Errorf("%s: List = %v cursor %q, want %v and no cursor", c.name, ids(got), cursor, c.want)
+			}
+		}
+
+		// Paging walks the target's messages only.
+		first, cursor, err := h.s.List(h.ctx, herald.Query{Tenant: "acme", Target: "meter-4711", Limit: 1})
+		if err != nil || !slices.Equal(ids(first), []string{msgs[2].ID}) || cursor == "" {
+			t.Fatalf("first page = %v cursor %q, %v; want [%s] and a cursor", ids(first), cursor, err, msgs[2].ID)
+		}
+		second, cursor, err := h.s.List(h.ctx, herald.Query{Tenant: "acme", Target: "meter-4711", Limit: 1, Cursor: cursor})
+		if err != nil || !slices.Equal(ids(second), []string{msgs[0].ID}) {
+			t.Fatalf("second page = %v cursor %q, %v; want [%s]", ids(second), cursor, err, msgs[0].ID)
+		}
+		if cursor != "" {
+			third, _, err := h.s.List(h.ctx, herald.Query{Tenant: "acme", Target: "meter-4711", Limit: 1, Cursor: cursor})
+			if err != nil || len(third) != 0 {
+				t.Errorf("third page = %v, %v; want none", ids(third), err)
+			}
+		}
+	})
+
 	t.Run("Fields", func(t *testing.T) {
 		h := open(t)
 		m := newMessage("r1")
