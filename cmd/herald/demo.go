@@ -35,9 +35,9 @@ const demoTelegramTokenEnv = "HERALD_DEMO_TELEGRAM_TOKEN"
 
 // demoSend is one message the demo sends.
 type demoSend struct {
-	route, target, text string
-	payload             []byte
-	params              map[string]string
+	route, target, lane, text string
+	payload                   []byte
+	params                    map[string]string
 }
 
 // demoChats are the demo's chat messages: markdown, a text long enough for
@@ -62,7 +62,7 @@ func demoCommand() *cobra.Command {
 	var exit bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the server with a flaky webhook sink, a Telegram Bot API simulator and a ChirpStack network server simulator, send a stream of messages and show their transitions live",
+		Short: "Run the server with a flaky webhook sink and simulators of the Telegram Bot API, a ChirpStack network server and the Calin meter APIs, send a stream of messages and show their transitions live",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if failRate < 0 || failRate >= 1 {
@@ -88,6 +88,10 @@ func runDemo(ctx context.Context, out io.Writer, listen, store string, count int
 		return err
 	}
 	network, err := startDemoNetwork(ctx, listen)
+	if err != nil {
+		return err
+	}
+	meters, err := startDemoMeters(ctx)
 	if err != nil {
 		return err
 	}
@@ -133,7 +137,7 @@ routes:
     policy:
       retry: {kind: exponential, base: 500ms, multiplier: 2, max: 4s, jitter: 0.2}
       max_attempts: 4
-%s`, listen, store, demoKey, ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()))))
+%s%s`, listen, store, demoKey, ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()), meters.routes())))
 	if err != nil {
 		return err
 	}
@@ -143,15 +147,15 @@ routes:
 	}
 	defer srv.shutdown()
 	client := &apiClient{server: "http://" + srv.addr, key: demoKey}
-	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s, ChirpStack simulator (gRPC) on %s with %d Class-C devices NACKing %.0f%% of downlinks\n",
-		srv.addr, store, failRate*100, tln.Addr(), network.Addr(), len(demoDevices), demoNackRate*100)
-	chats, downlinks := demoChats(), demoDownlinks()
-	sends := append(append([]demoSend{}, chats...), downlinks...)
+	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s, ChirpStack simulator (gRPC) on %s with %d Class-C devices NACKing %.0f%% of downlinks, Calin V1 and V2 simulators on http://%s and http://%s\n",
+		srv.addr, store, failRate*100, tln.Addr(), network.Addr(), len(demoDevices), demoNackRate*100, meters.v1Addr, meters.v2Addr)
+	chats, downlinks, tasks := demoChats(), demoDownlinks(), demoMeterTasks()
+	sends := append(append(append([]demoSend{}, chats...), downlinks...), tasks...)
 	for i := range count {
 		sends = append(sends, demoSend{route: "demo", text: fmt.Sprintf("hello #%d", i+1)})
 	}
-	fmt.Fprintf(out, "sending %d chat messages (route chat, carrier telegram), %d LoRaWAN downlinks (route lora, carrier chirpstack) and %d webhooks (route demo); each line is one transition, as the timeline records it\n\n",
-		len(chats), len(downlinks), count)
+	fmt.Fprintf(out, "sending %d chat messages (route chat, carrier telegram), %d LoRaWAN downlinks (route lora, carrier chirpstack), %d meter commands (routes meters-v1 and meters-v2, carriers calin-v1 and calin-v2; each task polled 10 s after it was created) and %d webhooks (route demo); each line is one transition, as the timeline records it\n\n",
+		len(chats), len(downlinks), len(tasks), count)
 
 	watched := make(map[string]int) // id -> timeline entries printed
 	var ids []string
@@ -172,6 +176,9 @@ routes:
 				}
 				if s.payload != nil {
 					req["payload"] = s.payload
+				}
+				if s.lane != "" {
+					req["lane"] = s.lane
 				}
 				if s.target != "" {
 					req["target"] = s.target
@@ -196,6 +203,10 @@ routes:
 					return err
 				}
 				if err := printNetwork(out, client, ids[len(chats):len(chats)+len(downlinks)], network); err != nil {
+					return err
+				}
+				first := len(chats) + len(downlinks)
+				if err := printMeters(out, client, ids[first:first+len(tasks)], meters); err != nil {
 					return err
 				}
 				return finishDemo(ctx, out, client, sink, ended, exit)

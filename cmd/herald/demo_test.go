@@ -17,7 +17,8 @@ import (
 // chat messages (one of them in chunks, one paused by a 429, one failed at
 // once by a chat that blocked the bot) and the LoRaWAN downlinks through
 // the ChirpStack simulator (all four stages, one retried after a NACK, one
-// failed at once as too big).
+// failed at once as too big), and the meter tasks through the Calin V1 and
+// V2 simulators (one task each; a reused token rejected at once).
 func TestDemoShowsMessagesFlowing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -36,13 +37,16 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		"DELIVERED_TO_NS -> SENT_TO_DEVICE      attempt 1  (transmitted to the device)",
 		"SENT_TO_DEVICE  -> DELIVERY_SUCCESSFUL attempt 1  (acknowledged by the device)",
 		"SENT_TO_DEVICE  -> TO_RETRY            attempt 1  (not acknowledged)",
-		"to 0004a30b001c0a02  DELIVERY_FAILED at attempt 1: DOWNLINK_PAYLOAD_SIZE"} {
+		"to 0004a30b001c0a02  DELIVERY_FAILED at attempt 1: DOWNLINK_PAYLOAD_SIZE",
+		"Calin: V1 created 3 tasks, V2 2 — one per message",
+		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (task completed)",
+		"to meter 47001234567 (meters-v1)  DELIVERY_FAILED, task 1003: calin-v1: task 1003 (token task for meter 47001234567): COMM_RemoteTokenTask: the meter rejected the token"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
 	}
-	if n := strings.Count(text, "-> QUEUED              attempt 0  (created)"); n != 5+len(demoChats())+len(demoDownlinks()) {
-		t.Errorf("demo showed %d messages created, want 5 webhooks, %d chat messages and %d downlinks:\n%s", n, len(demoChats()), len(demoDownlinks()), text)
+	if n, want := strings.Count(text, "-> QUEUED              attempt 0  (created)"), 5+len(demoChats())+len(demoDownlinks())+len(demoMeterTasks()); n != want {
+		t.Errorf("demo showed %d messages created, want %d: 5 webhooks, the chat messages, the downlinks and the meter tasks:\n%s", n, want, text)
 	}
 	if n := strings.Count(text, "DELIVERY_SUCCESSFUL at attempt"); n != len(demoDownlinks())-1 {
 		t.Errorf("%d downlinks succeeded, want all but the one too big:\n%s", n, text)
