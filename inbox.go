@@ -36,33 +36,7 @@ func (e *Engine) inboxLoop(ctx context.Context) {
 	if !e.takesEvents() {
 		return
 	}
-	poll := e.newAlarm(e.cfg.PollInterval)
-	defer func() { poll.stop() }()
-	failures := 0
-	for {
-		n, err := e.applyInbox(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			failures++
-			e.problem("store_error", "inbox", "err", err)
-			if !e.sleep(ctx, backoff(failures)) {
-				return
-			}
-			continue
-		case n == inboxBatch:
-			continue
-		}
-		failures = 0
-		e.park()
-		select {
-		case <-ctx.Done():
-			e.unpark()
-			return
-		case <-e.inboundPending:
-		case <-poll.c:
-			poll = e.newAlarm(e.cfg.PollInterval)
-		}
-	}
+	e.batchLoop(ctx, "inbox", e.applyInbox, inboxBatch, e.inboundPending)
 }
 
 // takesEvents reports whether any route's network sends events back.

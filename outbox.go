@@ -19,20 +19,28 @@ func (e *Engine) outboxLoop(ctx context.Context) {
 	if len(e.subscribers) == 0 {
 		return
 	}
+	e.batchLoop(ctx, "outbox", e.deliverEvents, eventBatch, e.eventPending)
+}
+
+// batchLoop runs work, which handles up to batch items of a store's queue
+// and says how many it took, again at once while it finds full batches,
+// else when woken through pending or after the poll interval (on the
+// engine's clock); a store error backs off. It returns when ctx ends.
+func (e *Engine) batchLoop(ctx context.Context, name string, work func(context.Context) (int, error), batch int, pending chan struct{}) {
 	poll := e.newAlarm(e.cfg.PollInterval)
 	defer func() { poll.stop() }()
 	failures := 0
 	for {
-		n, err := e.deliverEvents(ctx)
+		n, err := work(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			failures++
-			e.problem("store_error", "outbox", "err", err)
+			e.problem("store_error", name, "err", err)
 			if !e.sleep(ctx, backoff(failures)) {
 				return
 			}
 			continue
-		case n == eventBatch:
+		case n == batch:
 			continue
 		}
 		failures = 0
@@ -41,7 +49,7 @@ func (e *Engine) outboxLoop(ctx context.Context) {
 		case <-ctx.Done():
 			e.unpark()
 			return
-		case <-e.eventPending:
+		case <-pending:
 		case <-poll.c:
 			poll = e.newAlarm(e.cfg.PollInterval)
 		}
