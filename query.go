@@ -21,6 +21,9 @@ func (e *Engine) Get(ctx context.Context, tenant, id string) (*Message, error) {
 
 // List returns tenant's messages matching q, newest first, and the next cursor.
 func (e *Engine) List(ctx context.Context, tenant string, q Query) ([]*Message, string, error) {
+	if q.Cursor != "" && !validCursor(q.Cursor) {
+		return nil, "", Invalid("cursor", "not a cursor this API gave: pass next_cursor from the previous page as it is")
+	}
 	q.Tenant = tenant
 	return e.store.List(ctx, q)
 }

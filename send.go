@@ -41,6 +41,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if req.Route == "" {
 		return nil, false, Invalid("route", "is required")
 	}
+	if err := checkLimits(req); err != nil {
+		return nil, false, err
+	}
 	r, ok := e.routes[req.Route]
 	if !ok {
 		return nil, false, fmt.Errorf("%w %q", ErrUnknownRoute, req.Route)

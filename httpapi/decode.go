@@ -30,8 +30,9 @@ func writeRequestError(w http.ResponseWriter, e *requestError) {
 }
 
 // decodeBody reads r's JSON body into v: at most MaxBodyBytes, exactly one
-// JSON value. Unknown fields are allowed; a value of the wrong type names
-// its field. An empty body leaves v alone when emptyOK.
+// JSON value. An unknown top-level field is refused with its name (a typo
+// would otherwise be dropped without a word); a value of the wrong type
+// names its field. An empty body leaves v alone when emptyOK.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) *requestError {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
@@ -48,6 +49,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) *re
 		return badRequest(codeInvalidJSON, "the body is empty; want a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err, reflect.TypeOf(v))
 	}
@@ -70,6 +72,9 @@ func jsonError(err error, into reflect.Type) *requestError {
 		return badRequest(codeInvalidJSON, "malformed JSON at byte %d: %v", syn.Offset, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest(codeInvalidJSON, "malformed JSON: the body ends too soon")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return badRequest(codeUnknownField, "%s: unknown field; see the API's fields in CONTRACT.md", name)
 	}
 	return badRequest(codeInvalidJSON, "malformed JSON: %v", err)
 }

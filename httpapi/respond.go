@@ -14,6 +14,7 @@ const (
 	codeInvalidJSON      = "invalid_json"
 	codeInvalidField     = "invalid_field"
 	codeMissingField     = "missing_field"
+	codeUnknownField     = "unknown_field"
 	codeBodyTooLarge     = "body_too_large"
 	codeUnknownRoute     = "unknown_route"
 	codeNotFound         = "not_found"

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,6 +41,7 @@ func TestSendBadInputStoresNothing(t *testing.T) {
 		{"empty body", ``, codeInvalidJSON, "empty"},
 		{"an array", `[{"route":"hooks","text":"hi"}]`, codeInvalidJSON, "object"},
 		{"two objects", `{"route":"hooks","text":"hi"} {"route":"hooks","text":"hi"}`, codeInvalidJSON, "after the JSON object"},
+		{"a typo of a field", `{"route":"hooks","text":"hi","coalesce-key":"k"}`, codeUnknownField, `"coalesce-key"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,8 +61,7 @@ func TestSendAccepted(t *testing.T) {
 	f := newFixture(t)
 	rec := f.do("POST", "/v1/messages", keyA, `{
 		"route":"devices","target":"0102030405060708","payload":"AQID",
-		"params":{"f_port":"2"},"priority":5,"lane":"gw-1","correlation_id":"c-1",
-		"unknown_field_is_fine":true}`)
+		"params":{"f_port":"2"},"priority":5,"lane":"gw-1","correlation_id":"c-1"}`)
 	wantStatus(t, rec, http.StatusAccepted)
 	v := decode[herald.MessageView](t, rec)
 	if v.ID == "" || v.Route != "devices" || v.Target != "0102030405060708" || v.Status != herald.StatusQueued ||
@@ -107,4 +109,68 @@ func TestSendIdempotentRepeat(t *testing.T) {
 	if other := decode[herald.MessageView](t, rec); other.ID == first.ID {
 		t.Error("tenant B got tenant A's message")
 	}
+}
+
+// TestSendLimits sends each limited field at its limit (accepted) and one
+// byte over (refused with the field named, nothing stored).
+func TestSendLimits(t *testing.T) {
+	f := newFixture(t)
+	long := func(n int) string { return strings.Repeat("x", n) }
+	manyParams := func(n int) map[string]string {
+		p := make(map[string]string, n)
+		for i := range n {
+			p[fmt.Sprint("k", i)] = "v"
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		field string
+		at    func(int) map[string]any
+		limit int
+	}{
+		{"lane", func(n int) map[string]any { return map[string]any{"lane": long(n)} }, herald.MaxKeyBytes},
+		{"idempotency_key", func(n int) map[string]any { return map[string]any{"idempotency_key": long(n)} }, herald.MaxKeyBytes},
+		{"coalesce_key", func(n int) map[string]any { return map[string]any{"coalesce_key": long(n)} }, herald.MaxKeyBytes},
+		{"correlation_id", func(n int) map[string]any { return map[string]any{"correlation_id": long(n)} }, herald.MaxKeyBytes},
+		{"target", func(n int) map[string]any { return map[string]any{"target": long(n)} }, herald.MaxTargetBytes},
+		{"params", func(n int) map[string]any { return map[string]any{"params": manyParams(n)} }, herald.MaxParams},
+		{"params", func(n int) map[string]any { return map[string]any{"params": map[string]string{long(n): "v"}} }, herald.MaxParamBytes},
+		{"params.k", func(n int) map[string]any { return map[string]any{"params": map[string]string{"k": long(n)}} }, herald.MaxParamBytes},
+	} {
+		t.Run(tt.field, func(t *testing.T) {
+			body := func(n int) string {
+				req := map[string]any{"route": "hooks", "text": "hi"}
+				for k, v := range tt.at(n) {
+					req[k] = v
+				}
+				b, _ := json.Marshal(req)
+				return string(b)
+			}
+			before := len(f.list("/v1/messages?limit=1000", keyA).Messages)
+			wantStatus(t, f.do("POST", "/v1/messages", keyA, body(tt.limit)), http.StatusAccepted)
+			e := wantError(t, f.do("POST", "/v1/messages", keyA, body(tt.limit+1)), http.StatusBadRequest, codeInvalidField)
+			if !strings.HasPrefix(e.Message, tt.field+":") {
+				t.Errorf("error %q does not name %s", e.Message, tt.field)
+			}
+			if after := len(f.list("/v1/messages?limit=1000", keyA).Messages); after != before+1 {
+				t.Errorf("%d messages stored, want 1 (the one at the limit)", after-before)
+			}
+		})
+	}
+	// route: one byte over is refused before the route is looked up.
+	e := wantError(t, f.do("POST", "/v1/messages", keyA, `{"route":"`+long(herald.MaxKeyBytes+1)+`","text":"hi"}`), http.StatusBadRequest, codeInvalidField)
+	if !strings.HasPrefix(e.Message, "route:") {
+		t.Errorf("error %q does not name route", e.Message)
+	}
+}
+
+func TestListRefusesAMalformedCursor(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []string{"garbage", "01a2101b-80d5-74ef-9eb1-92d88e97237", "01A2101B-80D5-74EF-9EB1-92D88E972379", strings.Repeat("z", 36)} {
+		e := wantError(t, f.do("GET", "/v1/messages?cursor="+c, keyA, ""), http.StatusBadRequest, codeInvalidField)
+		if !strings.HasPrefix(e.Message, "cursor:") {
+			t.Errorf("cursor %q: error %q does not name cursor", c, e.Message)
+		}
+	}
+	wantStatus(t, f.do("GET", "/v1/messages?cursor=01a2101b-80d5-74ef-9eb1-92d88e972379", keyA, ""), http.StatusOK)
 }
