@@ -121,7 +121,7 @@ func (s *faultyStore) Ping(ctx context.Context) error {
 // clock. The engine's loops run once a test calls run, and stop when the
 // test ends.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	engine  *herald.Engine
 	store   *faultyStore
 	clock   *clock.Fake
@@ -133,7 +133,7 @@ type fixture struct {
 // patience bounds, in real time, every wait for the engine.
 const patience = 10 * time.Second
 
-func newFixture(t *testing.T, mutate ...func(*Config)) *fixture {
+func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
 	if err != nil {
@@ -230,7 +230,7 @@ func (f *fixture) do(method, path, key, body string) *httptest.ResponseRecorder 
 }
 
 // decode reads rec's JSON body into v.
-func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
+func decode[T any](t testing.TB, rec *httptest.ResponseRecorder) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
@@ -240,7 +240,7 @@ func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
 }
 
 // wantStatus fails the test unless rec answered status.
-func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, status int) {
+func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, status int) {
 	t.Helper()
 	if rec.Code != status {
 		t.Fatalf("status %d, want %d: %s", rec.Code, status, rec.Body)
@@ -248,7 +248,7 @@ func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, status int) {
 }
 
 // wantError fails the test unless rec is the error shape with status and code.
-func wantError(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) errorDetail {
+func wantError(t testing.TB, rec *httptest.ResponseRecorder, status int, code string) errorDetail {
 	t.Helper()
 	wantStatus(t, rec, status)
 	e := decode[errorBody](t, rec).Error
