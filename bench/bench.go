@@ -32,6 +32,9 @@ type Result struct {
 	CarrierMS float64 `json:"carrier_ms,omitempty"` // W4: the carrier's mean time per send, as measured
 	Producers int     `json:"producers,omitempty"`
 	Nodes     int     `json:"nodes,omitempty"` // herald processes sharing the store (RunNodes)
+	// EventsPerS (W8) is the carrier events per second herald's HTTP
+	// ingress answered 204, each after its commit, over the timed run.
+	EventsPerS float64 `json:"events_per_s,omitempty"`
 }
 
 // Workload is one of the standard workloads.

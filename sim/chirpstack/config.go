@@ -83,6 +83,14 @@ type HTTPConfig struct {
 	Encoding Encoding
 	// Timeout bounds each request; 0 means DefaultHTTPTimeout.
 	Timeout time.Duration
+	// Workers is how many events are posted at once. The devices are
+	// shared out among that many posters, each of which posts its
+	// devices' events one after the other, so that the events of one
+	// device keep their order while those of different devices overlap
+	// (as in ChirpStack, whose flows run concurrently per device). 0 or 1
+	// posts every event in turn, in the order produced. An MQTT
+	// integration publishes from the same posters.
+	Workers int
 }
 
 // MQTTConfig is the MQTT integration: events are published to
@@ -339,6 +347,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 		if hc.Encoding != JSON && hc.Encoding != Protobuf {
 			bad("HTTP integration encoding %q: want json or protobuf", hc.Encoding)
+		}
+		if hc.Workers < 0 {
+			bad("HTTP integration workers %d: want 0 or more", hc.Workers)
 		}
 		urls := splitURLs(hc.URL)
 		if len(urls) == 0 {

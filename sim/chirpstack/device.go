@@ -34,6 +34,7 @@ type device struct {
 	// received it, confirmed); ackBit whether that answer acknowledges.
 	answerFor string
 	ackBit    bool
+	poster    int // the index of the poster of its events in Sim.posters
 }
 
 // item is a queue item and ChirpStack's state of it.

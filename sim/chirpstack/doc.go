@@ -91,8 +91,10 @@
 // queued does not hurry its next uplink (no FPending); the Class-C
 // scheduler runs when there is something to do (an enqueue, a TX ack, a
 // timeout), not on ChirpStack's one-second tick (GatewayDelay stands for
-// that wait); events are delivered one at a time, in order, HTTP endpoints
-// then MQTT (ChirpStack runs its integrations concurrently); MQTT is
+// that wait); events are delivered one at a time, in order (or, with
+// HTTPConfig.Workers, each device's in order by one of that many
+// posters), HTTP endpoints then MQTT (ChirpStack runs its integrations
+// concurrently); MQTT is
 // 3.1.1 (paho), without shared subscriptions; Class B, multicast, relays,
 // roaming, location and integration events other than the six above are
 // not simulated.

@@ -153,7 +153,7 @@ func rfc3339(t time.Time) string {
 	return s + "+00:00"
 }
 
-// emit records an event and hands it to the publisher. Lock held.
+// emit records an event and hands it to its device's poster. Lock held.
 func (s *Sim) emit(typ string, dev *device, queueItemID string, m proto.Message) {
 	s.seq++
 	e := &Event{Seq: s.seq, Type: typ, DevEUI: dev.eui, QueueItemID: queueItemID, Message: m, At: time.Now()}
@@ -162,33 +162,48 @@ func (s *Sim) emit(typ string, dev *device, queueItemID string, m proto.Message)
 		s.events = append(s.events, e)
 	}
 	if s.cfg.HTTP != nil || s.cfg.MQTT != nil {
-		s.outbox = append(s.outbox, e)
+		p := s.posters[dev.poster]
+		p.outbox = append(p.outbox, e)
 		s.pending++
-		s.wakePublisher()
+		p.wakeUp()
 	} else {
 		e.Delivered = true
 	}
 	s.notify()
 }
 
-func (s *Sim) wakePublisher() {
+// poster is one of the goroutines that deliver events (HTTPConfig.Workers):
+// those of its devices, in the order produced.
+type poster struct {
+	outbox []*Event // waiting for delivery; guarded by Sim.mu
+	wake   chan struct{}
+}
+
+// wakeUp wakes the poster's goroutine.
+func (p *poster) wakeUp() {
 	select {
-	case s.pubWake <- struct{}{}:
+	case p.wake <- struct{}{}:
 	default:
 	}
 }
 
-// publish delivers the events of the outbox one after the other, in order,
+// wakePublisher wakes every poster.
+func (s *Sim) wakePublisher() {
+	for _, p := range s.posters {
+		p.wakeUp()
+	}
+}
+
+// publish delivers the events of p's outbox one after the other, in order,
 // until Close.
-func (s *Sim) publish() {
-	defer close(s.pubDone)
+func (s *Sim) publish(p *poster) {
 	for {
 		s.mu.Lock()
 		var e *Event
-		if len(s.outbox) > 0 {
-			e = s.outbox[0]
-			s.outbox[0] = nil
-			s.outbox = s.outbox[1:]
+		if len(p.outbox) > 0 {
+			e = p.outbox[0]
+			p.outbox[0] = nil
+			p.outbox = p.outbox[1:]
 		}
 		stop := s.pubStop
 		s.mu.Unlock()
@@ -197,7 +212,7 @@ func (s *Sim) publish() {
 				return
 			}
 			select {
-			case <-s.pubWake:
+			case <-p.wake:
 			case <-s.pubCtx.Done():
 				return
 			}

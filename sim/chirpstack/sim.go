@@ -124,7 +124,7 @@ type Sim struct {
 	rng      *rand.Rand
 	idRng    *rand.Rand
 	started  bool // Start was called
-	running  bool // Start succeeded: the publisher runs
+	running  bool // Start succeeded: the posters run
 	closed   bool
 	timers   map[*time.Timer]struct{}
 	changed  chan struct{} // closed and replaced whenever something is recorded
@@ -135,10 +135,10 @@ type Sim struct {
 	events   []*Event
 	seq      int
 
-	// outbox: events waiting for the publisher
-	outbox    []*Event
+	// posters deliver the events to the integrations; each device's go
+	// to one of them (device.poster).
+	posters   []*poster
 	pending   int // events produced for the integrations, not yet delivered
-	pubWake   chan struct{}
 	pubStop   bool
 	pubCtx    context.Context
 	pubCancel context.CancelFunc
@@ -166,14 +166,20 @@ func New(cfg Config) (*Sim, error) {
 		idRng:   rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, seed)),
 		timers:  map[*time.Timer]struct{}{},
 		changed: make(chan struct{}),
-		pubWake: make(chan struct{}, 1),
 		pubDone: make(chan struct{}),
+	}
+	workers := 1
+	if cfg.HTTP != nil {
+		workers = max(cfg.HTTP.Workers, 1)
+	}
+	for range workers {
+		s.posters = append(s.posters, &poster{wake: make(chan struct{}, 1)})
 	}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, []byte(t))
 	}
-	for _, d := range cfg.Devices {
-		dev := &device{cfg: d, eui: d.DevEUI, devAddr: d.DevEUI[8:]}
+	for i, d := range cfg.Devices {
+		dev := &device{cfg: d, eui: d.DevEUI, devAddr: d.DevEUI[8:], poster: i % workers}
 		s.devices[dev.eui] = dev
 		s.order = append(s.order, dev)
 	}
@@ -182,6 +188,13 @@ func New(cfg Config) (*Sim, error) {
 		s.http = &http.Client{
 			Timeout:       cfg.HTTP.Timeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		if workers > 1 {
+			// Keep a connection per poster, rather than the default
+			// transport's two per host, so that they do not churn.
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.MaxIdleConnsPerHost = workers
+			s.http.Transport = t
 		}
 	}
 	return s, nil
@@ -193,7 +206,7 @@ func (s *Sim) Config() Config { return s.cfg }
 // Start listens on Config.Listen, connects the MQTT integration (when
 // configured; it fails when the broker does not accept the connection and
 // the command subscription in time), and starts serving, the devices'
-// uplinks and the event publisher.
+// uplinks and the event posters.
 func (s *Sim) Start() error {
 	s.mu.Lock()
 	if s.started || s.closed {
@@ -224,7 +237,14 @@ func (s *Sim) Start() error {
 	s.mu.Lock()
 	s.running = true
 	s.mu.Unlock()
-	go s.publish()
+	var posting sync.WaitGroup
+	for _, p := range s.posters {
+		posting.Go(func() { s.publish(p) })
+	}
+	go func() {
+		posting.Wait()
+		close(s.pubDone)
+	}()
 	s.do(s.boot)
 	return nil
 }
