@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// Stats returns the tenant's counts by status and route, the oldest
+// waiting message's age, the success rate and the delivery latencies (GET
+// /v1/stats).
+func (c *Client) Stats(ctx context.Context) (herald.Stats, error) {
+	var s herald.Stats
+	if _, err := c.call(ctx, call{method: http.MethodGet, path: "/v1/stats", out: &s, retry: true}); err != nil {
+		return herald.Stats{}, fmt.Errorf("herald: stats: %w", err)
+	}
+	return s, nil
+}
+
+// Health returns the tenant's queue against the server's thresholds:
+// healthy, warning or critical, with the warnings and the stats (GET
+// /v1/health).
+func (c *Client) Health(ctx context.Context) (herald.Health, error) {
+	var h herald.Health
+	if _, err := c.call(ctx, call{method: http.MethodGet, path: "/v1/health", out: &h, retry: true}); err != nil {
+		return herald.Health{}, fmt.Errorf("herald: health: %w", err)
+	}
+	return h, nil
+}
+
+// Lane is one lane in the answer of Lanes. A lane is shared by every
+// tenant whose messages take it, so it shows counts, never message ids.
+type Lane struct {
+	// Route and Lane name the lane.
+	Route string `json:"route"`
+	Lane  string `json:"lane"`
+	// Queued counts the lane's QUEUED messages, due or not.
+	Queued int `json:"queued"`
+	// InFlight counts the lane's messages in flight.
+	InFlight int `json:"in_flight"`
+	// PausedUntil and PauseReason say until when and why the lane is
+	// paused (backpressure, circuit_open, ...); nil and "" when it is not.
+	PausedUntil *time.Time `json:"paused_until"`
+	PauseReason string     `json:"pause_reason"`
+	// NextAt is when the lane's spacing lets its next message go; nil
+	// when one may go now.
+	NextAt *time.Time `json:"next_at"`
+}
+
+// LaneFilter selects the lanes of Lanes; every field is optional.
+type LaneFilter struct {
+	// Route keeps the lanes of this route only; an unknown route is a 400
+	// unknown_route.
+	Route string
+	// Limit bounds the lanes returned: 1..herald.MaxLaneLimit; 0 means
+	// herald.DefaultLaneLimit.
+	Limit int
+}
+
+// Lanes returns the busiest lanes of the routes with flow control, by
+// queued plus in flight (GET /v1/lanes).
+func (c *Client) Lanes(ctx context.Context, f LaneFilter) ([]Lane, error) {
+	v := url.Values{}
+	setNonEmpty(v, "route", f.Route)
+	if f.Limit != 0 {
+		v.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out struct {
+		Lanes []Lane `json:"lanes"`
+	}
+	if _, err := c.call(ctx, call{method: http.MethodGet, path: "/v1/lanes" + query(v), out: &out, retry: true}); err != nil {
+		return nil, fmt.Errorf("herald: lanes: %w", err)
+	}
+	return out.Lanes, nil
+}
+
+// Activity returns what the server's process did in each minute of the
+// last hour, oldest first, of every tenant (GET /v1/activity).
+func (c *Client) Activity(ctx context.Context) ([]herald.ActivityMinute, error) {
+	var out struct {
+		Minutes []herald.ActivityMinute `json:"minutes"`
+	}
+	if _, err := c.call(ctx, call{method: http.MethodGet, path: "/v1/activity", out: &out, retry: true}); err != nil {
+		return nil, fmt.Errorf("herald: activity: %w", err)
+	}
+	return out.Minutes, nil
+}
+
+// Ready reports whether the server is ready: nil when its store answers,
+// else the error, a 503 store_unavailable when the store does not (GET
+// /readyz). It is not retried: it says how things are now.
+func (c *Client) Ready(ctx context.Context) error {
+	if _, err := c.call(ctx, call{method: http.MethodGet, path: "/readyz"}); err != nil {
+		return fmt.Errorf("herald: ready: %w", err)
+	}
+	return nil
+}
