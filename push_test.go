@@ -16,12 +16,11 @@ import (
 // accepts every message with the queue item id "q-<message id>", and can
 // hold a send until released, and say whether its queue still has an item.
 type network struct {
-	mu       sync.Mutex
-	hold     chan struct{} // when not nil, Send waits for it to close
-	queued   bool          // StillQueued's answer
-	sends    int
-	checked  int
-	external map[string]string // message id -> queue item id
+	mu      sync.Mutex
+	hold    chan struct{} // when not nil, Send waits for it to close
+	queued  bool          // StillQueued's answer
+	sends   int
+	checked int
 }
 
 func (n *network) Path() herald.Path              { return herald.PathPush }

@@ -726,10 +726,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 		tb.do(chromedp.Click(chromedp.ID("confirm-yes")))
 		tb.until("the replay", `document.getElementById("flash").textContent.includes("Replayed 1 dead letter")`)
 		h.waitStatus(globex, globexFailed, herald.StatusDeliverySuccessful)
-		var replays []exchange
-		for _, e := range h.exchanges("POST", "/v1/dead-letters/replay") {
-			replays = append(replays, e)
-		}
+		replays := h.exchanges("POST", "/v1/dead-letters/replay")
 		if len(replays) != 1 || replays[0].status != http.StatusOK || !replays[0].cookie {
 			t.Errorf("replay requests %+v, want one answered 200 with the cookie", replays)
 		}
