@@ -106,4 +106,10 @@ type Route struct {
 	// PermanentErrors are the patterns whose errors fail at once. Nil means
 	// DefaultPermanentPatterns.
 	PermanentErrors []string
+	// Prefix makes the route serve every route whose name starts with
+	// Name: routes made at run time, such as each room's (Name
+	// RoomRoutePrefix), whose messages only the engine makes (Send
+	// refuses their names). A prefix route is not gated and takes no
+	// carrier events.
+	Prefix bool
 }

@@ -202,7 +202,7 @@ func (e *Engine) claimMessages(ctx context.Context, limit, gated int) ([]*Messag
 		Now:            e.clock.Now(),
 		Limit:          limit,
 		AcceptTimeouts: e.acceptTimeouts,
-		DefaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
+		DefaultAccept:  e.defaultAccept,
 		GatedLimit:     gated,
 	})
 	if err != nil {
@@ -253,7 +253,7 @@ func (e *Engine) timedAhead() int {
 // retries it after its deadline, so that no send can overlap the retry's.
 func (e *Engine) stale(m *Message) bool {
 	left := m.Deadline.Sub(e.clock.Now())
-	if left > e.acceptTimeouts[m.Route]/2 {
+	if left > e.acceptTimeout(m.Route)/2 {
 		return false
 	}
 	<-e.pending
@@ -271,7 +271,7 @@ func (e *Engine) startSend(m *Message) {
 			<-e.pending
 			e.nudge(e.wake) // the claim window may have been full
 		}()
-		t, ok, outcome := e.send(m)
+		t, ok, outcome := e.tracedSend(m)
 		e.dispatchMu.Lock()
 		<-e.slots
 		if e.dispatching {
@@ -288,16 +288,21 @@ func (e *Engine) startSend(m *Message) {
 	})
 }
 
-// send hands a claimed message to its carrier and returns the transition
+// send hands a claimed message to its carrier, with ctx (the engine's send
+// context, perhaps with the call's span), and returns the transition
 // that records the answer; ok is false when there is nothing to record
 // (shutting down: the message stays SENT_TO_NS and is retried after its
 // deadline). outcome is what the answer tells the lane's circuit breaker.
-func (e *Engine) send(m *Message) (t Transition, ok bool, outcome sendOutcome) {
-	r, known := e.routes[m.Route]
+func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, outcome sendOutcome) {
+	r, known := e.route(m.Route)
 	if !known {
 		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true, outcomeOther
 	}
-	sendCtx, cancel := context.WithTimeout(e.sendCtx, r.Policy.Timeouts.Accept)
+	if !m.ExpiresAt.IsZero() && !e.clock.Now().Before(m.ExpiresAt) {
+		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "expired",
+			LastError: "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)}, true, outcomeOther
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
 	var (
 		res SendResult
 		err error
@@ -364,10 +369,19 @@ func (e *Engine) failure(r *route, m *Message, cause error, reason string) Trans
 	case m.Attempt >= m.MaxAttempts:
 		t.To, t.Reason = StatusDeliveryFailed, fmt.Sprintf("%s; %d of %d attempts used", reason, m.Attempt, m.MaxAttempts)
 	default:
-		delay := max(r.Policy.Retry.Delay(m.Attempt, e.cfg.Random()), retryAfter(cause))
+		delay := max(e.retryDelay(r, m), retryAfter(cause))
 		t.To, t.Reason, t.DueAt = StatusToRetry, reason, now.Add(delay)
 	}
 	return t
+}
+
+// retryDelay returns the wait before m's next attempt: its own Backoff's,
+// when it has one, else its route's retry policy's.
+func (e *Engine) retryDelay(r *route, m *Message) time.Duration {
+	if !m.Backoff.IsZero() {
+		return m.Backoff.After(m.Attempt)
+	}
+	return r.Policy.Retry.Delay(m.Attempt, e.cfg.Random())
 }
 
 // progress records how far a resumable send of m got, as its ExternalID,

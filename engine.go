@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +40,8 @@ type Config struct {
 	PollInterval time.Duration
 	// ReapInterval is how often the reaper runs. Defaults to 2s.
 	ReapInterval time.Duration
-	// Retention is how long terminal messages are kept. Defaults to 7 days.
+	// Retention is how long terminal messages, and room events, are kept.
+	// Defaults to 7 days.
 	Retention time.Duration
 	// PruneInterval is how often the pruner runs. Defaults to 5 minutes.
 	PruneInterval time.Duration
@@ -48,6 +51,9 @@ type Config struct {
 	Health *HealthThresholds
 	// Random returns a number in [0, 1) for retry jitter. Defaults to math/rand/v2.
 	Random func() float64
+	// Tracer traces sends and carrier calls (package otelx: OpenTelemetry).
+	// Nil, the default, traces nothing and costs nothing.
+	Tracer Tracer
 }
 
 // Observer is told what the engine does, for metrics. Methods must not block.
@@ -97,16 +103,21 @@ type Engine struct {
 	log         *slog.Logger
 	obs         Observer
 	routes      map[string]*route
+	prefixed    []*route // the prefix routes (Route.Prefix), longest name first
 	subscribers []Subscriber
 	ids         idGenerator
-	// acceptTimeouts maps each route to its SENT_TO_NS deadline, for Claim.
+	// acceptTimeouts maps each route to its SENT_TO_NS deadline, for Claim;
+	// defaultAccept is the deadline of the others: the longest of the
+	// prefix routes', or the channel profile's when there are none.
 	acceptTimeouts map[string]time.Duration
+	defaultAccept  time.Duration
 	// admission holds the gated routes' admission, for Store.SetAdmission;
 	// timed is whether any of them limits its lanes over time (Timed).
 	admission    map[string]Admission
 	timed        bool
 	admissionSet bool // the store has it; guarded by startMu
 	latencies    latencyWindow
+	rooms        roomCache // the rooms published to, with their subscriptions
 
 	slots        chan struct{}         // one token per carrier call in flight
 	pending      chan struct{}         // one token per claimed message not yet recorded
@@ -154,6 +165,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: newCountingObserver(cfg.Observer, cfg.Clock),
 		routes:         make(map[string]*route, len(cfg.Routes)),
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
+		defaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
 		admission:      make(map[string]Admission),
 		openCircuits:   make(map[laneKey]time.Time),
 		subscribers:    cfg.Subscribers,
@@ -168,7 +180,7 @@ func New(cfg Config) (*Engine, error) {
 		if r.Name == "" {
 			return nil, errors.New("herald: a route has no name")
 		}
-		if _, dup := e.routes[r.Name]; dup {
+		if _, dup := e.routes[r.Name]; dup || slices.ContainsFunc(e.prefixed, func(p *route) bool { return p.Name == r.Name }) {
 			return nil, fmt.Errorf("herald: route %q is configured twice", r.Name)
 		}
 		if r.Carrier == nil {
@@ -185,11 +197,29 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("herald: route %q: %w", r.Name, err)
 		}
+		if r.Prefix {
+			if r.Policy.Admission.Gated() {
+				return nil, fmt.Errorf("herald: route %q: a prefix route cannot be gated", r.Name)
+			}
+			e.prefixed = append(e.prefixed, &route{Route: r, classifier: c})
+			continue
+		}
 		e.routes[r.Name] = &route{Route: r, classifier: c}
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
 			e.admission[r.Name] = a
 			e.timed = e.timed || a.Timed()
+		}
+	}
+	slices.SortFunc(e.prefixed, func(a, b *route) int { return len(b.Name) - len(a.Name) })
+	for i, r := range e.prefixed {
+		if i == 0 || r.Policy.Timeouts.Accept > e.defaultAccept {
+			e.defaultAccept = r.Policy.Timeouts.Accept
+		}
+		for name := range e.routes {
+			if strings.HasPrefix(name, r.Name) {
+				return nil, fmt.Errorf("herald: route %q is under the prefix route %q", name, r.Name)
+			}
 		}
 	}
 	for i, s := range e.subscribers {
@@ -338,6 +368,28 @@ func (e *Engine) Route(name string) (Route, bool) {
 		return Route{}, false
 	}
 	return r.Route, true
+}
+
+// route returns the route that serves the messages of route name: the
+// route of that name, else the longest prefix route whose name starts it.
+func (e *Engine) route(name string) (*route, bool) {
+	if r, ok := e.routes[name]; ok {
+		return r, true
+	}
+	for _, r := range e.prefixed {
+		if strings.HasPrefix(name, r.Name) {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// acceptTimeout returns the SENT_TO_NS deadline of the messages of route name.
+func (e *Engine) acceptTimeout(name string) time.Duration {
+	if d, ok := e.acceptTimeouts[name]; ok {
+		return d
+	}
+	return e.defaultAccept
 }
 
 // notifyFor names the subscribers of transitions to s.

@@ -23,6 +23,11 @@ var (
 	ErrNotReplayable = errors.New("not replayable")
 	// ErrStoreUnavailable is returned when the store cannot be reached; callers may try again.
 	ErrStoreUnavailable = errors.New("store unavailable")
+	// ErrRoomExists is returned when creating a room whose name its tenant has already.
+	ErrRoomExists = errors.New("room exists")
+	// ErrNotPull is returned when pulling, acknowledging or handing back the
+	// deliveries of a subscription that is not a pull subscription.
+	ErrNotPull = errors.New("not a pull subscription")
 )
 
 // InvalidError is returned for bad input: Field names what is wrong.

@@ -21,6 +21,17 @@ type Message struct {
 	// DedupKey is the content hash of a message of a route with dedup
 	// (Policy.DedupTTL); empty otherwise.
 	DedupKey string
+	// TraceParent is the W3C traceparent of the request that sent it
+	// (Config.Tracer): its carrier calls continue that trace. Empty when
+	// it was not traced.
+	TraceParent string
+	// Pull marks a message that no dispatcher sends: its recipient leases
+	// it (Store.Pull), then acknowledges it or hands it back (a room's
+	// delivery to a pull subscription).
+	Pull bool
+	// Backoff, when set, replaces the route's retry policy for this
+	// message (a room's delivery: its subscription's).
+	Backoff Backoff
 
 	Status      Status
 	Attempt     int       // sends started so far

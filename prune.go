@@ -5,11 +5,12 @@ import (
 	"time"
 )
 
-// pruneBatch bounds the messages deleted in one store call.
+// pruneBatch bounds the messages, and the room events, deleted in one
+// store call.
 const pruneBatch = 1000
 
-// pruneLoop deletes terminal messages older than the retention, every
-// PruneInterval on the engine's clock.
+// pruneLoop deletes terminal messages and room events older than the
+// retention, every PruneInterval on the engine's clock.
 func (e *Engine) pruneLoop(ctx context.Context) {
 	for {
 		if _, err := e.Prune(ctx); err != nil && ctx.Err() == nil {
@@ -21,8 +22,9 @@ func (e *Engine) pruneLoop(ctx context.Context) {
 	}
 }
 
-// Prune deletes the terminal messages last updated before now minus the
-// retention, and returns how many it deleted.
+// Prune deletes the terminal messages last updated, and the room events
+// published, before now minus the retention, and returns how many it
+// deleted.
 func (e *Engine) Prune(ctx context.Context) (int, error) {
 	before := e.clock.Now().Add(-e.cfg.Retention)
 	total := 0

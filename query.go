@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -68,6 +69,13 @@ func (e *Engine) Replay(ctx context.Context, tenant, id string) (*Message, error
 func (e *Engine) replay(ctx context.Context, m *Message, due time.Time, reason string) error {
 	if m.Status != StatusDeliveryFailed && m.Status != StatusCancelled {
 		return fmt.Errorf("%w: message is %s", ErrNotReplayable, m.Status)
+	}
+	if strings.HasPrefix(m.Route, RoomRoutePrefix) { // a room's delivery, whose subscription may be gone
+		if _, err := e.store.Subscription(ctx, m.Target); errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("%w: its subscription is deleted", ErrNotReplayable)
+		} else if err != nil {
+			return err
+		}
 	}
 	now := e.clock.Now()
 	t := Transition{From: m.Status, To: StatusQueued, At: now, DueAt: due, ResetAttempts: true, Reason: reason}
@@ -192,6 +200,12 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 			return x, nil
 		}
 		x.Reason, x.Detail = "dispatching", "due now: the dispatcher takes it as soon as a send slot is free"
+		if m.Pull {
+			x.Reason, x.Detail = "awaiting_carrier", "due now: waiting for its subscriber to pull it"
+		}
+	case m.Pull:
+		x.Reason, x.Until = "awaiting_carrier", utcPtr(m.Deadline)
+		x.Detail = "leased to a puller: waiting for its ack or nack until the lease ends"
 	default:
 		x.Reason, x.Until = "awaiting_carrier", utcPtr(m.Deadline)
 		x.Detail = fmt.Sprintf("%s: waiting for the carrier until the stage deadline", m.Status)

@@ -68,7 +68,7 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 			Reason: "expired", LastError: lastErr})
 		return
 	}
-	r, ok := e.routes[m.Route]
+	r, ok := e.route(m.Route)
 	if !ok {
 		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: lease, At: now,
 			Reason: "route removed", LastError: "route removed from the configuration"})
@@ -77,7 +77,10 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 	deadlinePassed := !m.Deadline.IsZero() && !now.Before(m.Deadline)
 	switch m.Status {
 	case StatusSentToNS:
-		if deadlinePassed {
+		switch {
+		case deadlinePassed && m.Pull:
+			e.record(ctx, m, e.failure(r, m, errors.New("not acknowledged before its lease ran out"), "lease expired"))
+		case deadlinePassed:
 			e.record(ctx, m, e.failure(r, m, errors.New("carrier did not answer within the accept timeout"), "accept timeout"))
 		}
 	case StatusDeliveredToNS:
@@ -99,7 +102,9 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 	now := e.clock.Now()
 	if qc, ok := r.Carrier.(QueueChecker); ok {
-		queued, err := qc.StillQueued(ctx, m)
+		callCtx, end := e.startCall(ctx, CallQueueCheck, m)
+		queued, err := qc.StillQueued(callCtx, m)
+		end(queueCallOutcome(queued, err), "", err)
 		if err == nil && queued {
 			e.record(ctx, m, Transition{From: m.Status, To: m.Status, Lease: m.Lease, At: now,
 				Deadline: now.Add(r.Policy.Timeouts.Carrier), DueAt: m.DueAt})
@@ -127,7 +132,7 @@ const taskTimeoutError = "timed out waiting for remote task completion"
 
 // awaitingTask reports whether m is a pull carrier's task being polled.
 func (e *Engine) awaitingTask(m *Message) bool {
-	r, ok := e.routes[m.Route]
+	r, ok := e.route(m.Route)
 	return ok && m.Status == StatusDeliveredToNS && r.Carrier.Path() == PathPull
 }
 
@@ -140,6 +145,7 @@ func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 		return
 	}
 	pollCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
+	pollCtx, end := e.startCall(pollCtx, CallPoll, m)
 	res, err := p.Poll(pollCtx, m)
 	cancel()
 	now := e.clock.Now()
@@ -160,6 +166,7 @@ func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 	default:
 		t.To, t.DueAt = m.Status, next
 	}
+	end(pollCallOutcome(res, err, t), callStatus(m, t), err)
 	e.record(ctx, m, t)
 }
 
@@ -174,7 +181,7 @@ func (e *Engine) Drain(ctx context.Context) error {
 		return err
 	}
 	for _, name := range routes {
-		if _, ok := e.routes[name]; !ok {
+		if _, ok := e.route(name); !ok {
 			n, err := e.failRoute(ctx, name)
 			if err != nil {
 				return err

@@ -92,6 +92,7 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if ttl := r.Policy.DedupTTL; ttl > 0 {
 		m.DedupKey, opt.DedupSince = contentHash(m), now.Add(-ttl)
 	}
+	e.traceSend(ctx, m)
 	stored, created, err := e.store.Create(ctx, m, opt)
 	if err != nil {
 		e.problem("store_error", "store message", "route", m.Route, "err", err)
@@ -105,6 +106,7 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 		stored.Deduplicated = true
 		e.obs.Problem(problemDeduplicated)
 	}
+	e.traceSent(ctx, stored, created)
 	return stored, created, nil
 }
 

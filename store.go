@@ -9,7 +9,8 @@ import (
 // Every method is safe for concurrent use, and every change it reports as
 // done is durable. Implementations must pass storetest.Exercise.
 type Store interface {
-	// Create stores m (status QUEUED) with a creation entry in its timeline.
+	// Create stores m (status QUEUED) with a creation entry in its
+	// timeline; every field of m is kept, Pull and Backoff included.
 	// When m.IdempotencyKey is set and a message with the same tenant, route
 	// and key exists, Create stores nothing and returns that message with
 	// created = false. When m.CoalesceKey is set, every message of the same
@@ -29,10 +30,11 @@ type Store interface {
 	List(ctx context.Context, q Query) ([]*Message, string, error)
 
 	// Claim atomically moves up to c.Limit due messages (QUEUED with DueAt <=
-	// c.Now) to SENT_TO_NS, highest priority first and first-in first-out
-	// within a priority: it increments Attempt, sets Deadline to c.Now plus the
-	// route's accept timeout, assigns a fresh Lease and records the transition.
-	// A message is claimed by one caller only, across processes.
+	// c.Now, Pull not set) to SENT_TO_NS, highest priority first and
+	// first-in first-out within a priority: it increments Attempt, sets
+	// Deadline to c.Now plus the route's accept timeout, assigns a fresh
+	// Lease and records the transition. A message is claimed by one caller
+	// only, across processes.
 	//
 	// A message of a gated route (see SetAdmission) is claimed only when
 	// its lane (route and Lane) admits it at c.Now, and at most
@@ -109,8 +111,9 @@ type Store interface {
 	// Purge deletes DELIVERY_FAILED messages matching q and returns how many.
 	Purge(ctx context.Context, q PurgeQuery) (int, error)
 
-	// Prune deletes up to limit terminal messages last updated before before,
-	// and returns how many.
+	// Prune deletes up to limit terminal messages last updated before
+	// before, and up to limit room events published before before, and
+	// returns how many of both.
 	Prune(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// ClaimEvents returns up to limit outbox events due at now, and hides them
@@ -139,6 +142,60 @@ type Store interface {
 	// and a subscriber's name make each outbox event's id; enqueueing an
 	// id twice keeps one). Unknown ids are skipped.
 	SettleInbound(ctx context.Context, s InboundSettle) error
+
+	// CreateRoom stores r, or returns ErrRoomExists when its tenant has a
+	// room of its name.
+	CreateRoom(ctx context.Context, r Room) error
+
+	// Room returns tenant's room name, or ErrNotFound.
+	Room(ctx context.Context, tenant, name string) (*Room, error)
+
+	// Rooms returns tenant's rooms, by name.
+	Rooms(ctx context.Context, tenant string) ([]Room, error)
+
+	// DeleteRoom deletes tenant's room name and its subscriptions, and
+	// ends their deliveries that are not terminal as end says, in one
+	// write, and returns how many it ended; ErrNotFound when there is no
+	// such room.
+	DeleteRoom(ctx context.Context, tenant, name string, end DeliveryEnd) (int, error)
+
+	// CreateSubscription stores s in its room (s.Tenant's room s.Room)
+	// and changes the room's Revision, in one write; ErrNotFound when
+	// there is no such room.
+	CreateSubscription(ctx context.Context, s Subscription) error
+
+	// Subscription returns the subscription id, or ErrNotFound.
+	Subscription(ctx context.Context, id string) (*Subscription, error)
+
+	// Subscriptions returns the subscriptions of tenant's room, by id.
+	Subscriptions(ctx context.Context, tenant, room string) ([]Subscription, error)
+
+	// DeleteSubscription deletes tenant's subscription id, changes its
+	// room's Revision and ends its deliveries that are not terminal as end
+	// says, in one write, and returns how many it ended; ErrNotFound when
+	// tenant has no such subscription.
+	DeleteSubscription(ctx context.Context, tenant, id string, end DeliveryEnd) (int, error)
+
+	// Publish stores p.Event and creates p.Deliveries (as Create does, with
+	// no key of any kind) in one write: all or none. It returns
+	// ErrNotFound when the event's room does not exist, and ErrConflict,
+	// storing nothing, when the room's Revision is not p.Revision (a
+	// subscription was made or deleted since the caller read them).
+	Publish(ctx context.Context, p Publication) error
+
+	// RoomEvent returns the room event id with its deliveries, or
+	// ErrNotFound.
+	RoomEvent(ctx context.Context, id string) (*RoomEvent, error)
+
+	// Pull atomically moves up to p.Limit QUEUED messages with Pull set,
+	// of route p.Route and target p.Target, due at p.Now and not expired
+	// (ExpiresAt zero or after p.Now), to SENT_TO_NS, highest priority
+	// first and first-in first-out within a priority, and returns them
+	// (without timelines): it increments Attempt, sets Deadline to
+	// p.Deadline, assigns a fresh Lease and records the transition with
+	// p.Reason. A message is leased to one caller only, across processes.
+	// Claim never takes a Pull message.
+	Pull(ctx context.Context, p PullClaim) ([]*Message, error)
 
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error

@@ -1,4 +1,4 @@
-// Package bench runs herald's standard workloads (W1–W7) against a store
+// Package bench runs herald's standard workloads (W1–W7, W9) against a store
 // with an in-process carrier, and reports each as one JSON line.
 package bench
 
@@ -33,7 +33,8 @@ type Result struct {
 	Producers int     `json:"producers,omitempty"`
 	Nodes     int     `json:"nodes,omitempty"` // herald processes sharing the store (RunNodes)
 	// EventsPerS (W8) is the carrier events per second herald's HTTP
-	// ingress answered 204, each after its commit, over the timed run.
+	// ingress answered 204, each after its commit, over the timed run;
+	// (W9) the room events published per second.
 	EventsPerS float64 `json:"events_per_s,omitempty"`
 }
 
@@ -51,6 +52,9 @@ type Workload struct {
 	// Admission is the route's admission (W6, W7: its lanes' concurrency);
 	// zero leaves the route ungated.
 	Admission herald.Admission
+	// Subscriptions makes it a room workload (W9): N events published by
+	// Producers to one room of this many push subscriptions (see runRoom).
+	Subscriptions int
 }
 
 // Workloads are the standard workloads, by name.
@@ -62,6 +66,7 @@ var Workloads = []Workload{
 	{Name: "W5", N: 2000, Concurrency: 10, FailFirst: true},
 	{Name: "W6", N: 50000, Concurrency: 10, Lanes: 5000, Admission: herald.Admission{Concurrency: 2}},
 	{Name: "W7", N: 50000, Concurrency: 10, Lanes: 1, Admission: herald.Admission{Concurrency: 10}},
+	{Name: "W9", N: 10000, Producers: 16, Subscriptions: 10},
 }
 
 // Find returns the workload named name.
@@ -79,6 +84,9 @@ func Find(name string) (Workload, bool) {
 // error that wraps the store's, errors.ErrUnsupported, before anything is
 // preloaded.
 func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.Store, error)) (Result, error) {
+	if w.Subscriptions > 0 {
+		return runRoom(ctx, w, peer, newStore)
+	}
 	store, err := newStore()
 	if err != nil {
 		return Result{}, err

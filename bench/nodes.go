@@ -144,6 +144,7 @@ func newEngine(store herald.Store, carrier herald.Carrier, concurrency int, admi
 		Concurrency: max(concurrency, 1),
 		Observer:    obs,
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Tracer:      Tracer,
 	})
 }
 

@@ -51,6 +51,8 @@ type File struct {
 	// UI serves the admin page at /ui (log in with an API key). Defaults
 	// to true; false serves no page, no /ui path at all.
 	UI *bool `yaml:"ui"`
+	// OTel exports OpenTelemetry traces; nil (absent) traces nothing.
+	OTel *OTel `yaml:"otel"`
 }
 
 // UIEnabled reports whether the admin page is served: unless ui is false.

@@ -29,6 +29,9 @@ func (f *File) Validate() error {
 	}
 	errs = append(errs, f.validateSubscribers()...)
 	errs = append(errs, f.validateRoutes()...)
+	if f.OTel != nil {
+		errs = append(errs, f.OTel.validate()...)
+	}
 	if f.Health != nil {
 		if err := f.Health.validate(); err != nil {
 			errs = append(errs, err)

@@ -158,6 +158,7 @@ func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 			{Name: "devices", Carrier: testCarrier{requireTarget: true}, Policy: policy},
 			{Name: "gw", Carrier: pushCarrier{}, Policy: gated}, // one message in flight per lane
 			{Name: "lora", Carrier: eventCarrier{}, Policy: policy},
+			{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: testCarrier{}, Policy: policy}, // rooms' deliveries
 		},
 		Clock:  clk,
 		Logger: logger,

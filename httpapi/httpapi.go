@@ -1,5 +1,6 @@
 // Package httpapi serves herald's HTTP API (JSON) over an engine: sending,
-// reading, listing, cancelling and replaying messages, dead letters, health,
+// reading, listing, cancelling and replaying messages, rooms with their
+// subscriptions, events and pulls, dead letters, health,
 // stats, the busiest lanes, the last hour's activity, carriers' events (ingress), probes and metrics. It imports the core only; stores and carriers
 // reach it through the herald.Engine.
 //
@@ -37,6 +38,13 @@ type Config struct {
 	// Sessions finds the browser session of a request that has no
 	// Authorization header; nil accepts bearer keys only.
 	Sessions Sessions
+	// Tracer traces every request (a span each, continuing the caller's
+	// traceparent); nil traces nothing.
+	Tracer Tracer
+	// CheckSecretEnv, when set, tells whether a push subscription may
+	// sign with the secret of the server's environment variable name; its
+	// error is answered 400. Nil accepts every name.
+	CheckSecretEnv func(name string) error
 }
 
 // Sessions finds browser sessions: the admin page's login cookie.
@@ -53,11 +61,13 @@ type api struct {
 	keys     keyring
 	sessions Sessions
 	log      *slog.Logger
+	// checkSecretEnv is Config.CheckSecretEnv.
+	checkSecretEnv func(name string) error
 }
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
-	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger}
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger, checkSecretEnv: cfg.CheckSecretEnv}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -74,6 +84,20 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/dead-letters/replay", a.replayDeadLetters)
 	mux.HandleFunc("DELETE /v1/dead-letters", a.purgeDeadLetters)
 
+	mux.HandleFunc("POST /v1/rooms", a.createRoom)
+	mux.HandleFunc("GET /v1/rooms", a.listRooms)
+	mux.HandleFunc("GET /v1/rooms/{name}", a.getRoom)
+	mux.HandleFunc("DELETE /v1/rooms/{name}", a.deleteRoom)
+	mux.HandleFunc("POST /v1/rooms/{room}/subscriptions", a.createSubscription)
+	mux.HandleFunc("GET /v1/rooms/{room}/subscriptions", a.listSubscriptions)
+	mux.HandleFunc("POST /v1/rooms/{room}/events", a.publish)
+	mux.HandleFunc("GET /v1/rooms/{room}/events/{id}", a.getEvent)
+	mux.HandleFunc("GET /v1/subscriptions/{id}", a.getSubscription)
+	mux.HandleFunc("DELETE /v1/subscriptions/{id}", a.deleteSubscription)
+	mux.HandleFunc("POST /v1/subscriptions/{id}/pull", a.pull)
+	mux.HandleFunc("POST /v1/subscriptions/{id}/ack", a.ack)
+	mux.HandleFunc("POST /v1/subscriptions/{id}/nack", a.nack)
+
 	mux.HandleFunc("GET /v1/health", a.health)
 	mux.HandleFunc("GET /v1/stats", a.stats)
 	mux.HandleFunc("GET /v1/lanes", a.lanes)
@@ -85,5 +109,5 @@ func New(cfg Config) http.Handler {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	mux.HandleFunc("POST /v1/ingress/{route}", a.ingress)
-	return a.authenticate(jsonFallback(mux))
+	return traced(cfg.Tracer, a.authenticate(notePattern(cfg.Tracer, jsonFallback(mux))))
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/stdwebhook"
 )
@@ -18,7 +20,9 @@ const (
 )
 
 // request builds the POST for m: default Content-Type, then the configured
-// headers, then the carrier's own headers, which nothing overrides.
+// headers, then the carrier's own headers, which nothing overrides; among
+// them the W3C traceparent of the span in ctx, the engine's carrier call,
+// when it is traced (herald.Tracer).
 func (c *Carrier) request(ctx context.Context, m *herald.Message) (*http.Request, error) {
 	body, ctype := m.Payload, ContentTypePayload
 	if len(body) == 0 {
@@ -47,8 +51,13 @@ func (c *Carrier) request(ctx context.Context, m *herald.Message) (*http.Request
 	if m.CorrelationID != "" {
 		h.Set("X-Herald-Correlation-Id", m.CorrelationID)
 	}
+	traceContext.Inject(ctx, propagation.HeaderCarrier(h))
 	if len(c.secret) > 0 {
 		stdwebhook.SetHeaders(h, c.secret, m.ID, c.now(), body)
 	}
 	return req, nil
 }
+
+// traceContext writes the span of a context as traceparent and tracestate
+// headers, and nothing when the context has no span (tracing is off).
+var traceContext propagation.TraceContext

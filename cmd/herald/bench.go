@@ -25,8 +25,8 @@ func benchCommand() *cobra.Command {
 	var nodes int
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Run the W1–W8 workloads and print one JSON line each",
-		Long: `Runs the standard workloads against a store, W1–W7 with an in-process carrier:
+		Short: "Run the W1–W9 workloads and print one JSON line each",
+		Long: `Runs the standard workloads against a store, W1–W7 and W9 with an in-process carrier:
   W1  one producer sends 20,000 messages of 256 bytes, each durable on return
   W2  16 producers share 50,000 sends
   W3  50,000 preloaded; dispatch concurrency 10; carrier accepts at once
@@ -44,11 +44,23 @@ func benchCommand() *cobra.Command {
       messages to DELIVERY_SUCCESSFUL; events_per_s the events the ingress answered
       204 (each after its commit); cpu_us_per_msg includes the simulator's share.
       Only run when named (--workload W8).
+  W9  one room of 10 push subscriptions (in-process carrier, accepts at once); 16
+      producers publish 10,000 events of 256 bytes while the engine runs: events_per_s
+      is the events published (each durable with its 10 deliveries on return),
+      msgs_per_s the deliveries completed, from the first publish to the last delivery.
+      Only run when named (--workload W9).
 W6 and W7 need a store that keeps lane admission: one that does not fails them
 with an error before anything is preloaded.
 Each workload runs in a fresh child process on a fresh database, so its peak RSS is its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if benchOTel != "" {
+				stop, err := traceBench(cmd, benchOTel)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -83,7 +95,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 				}
 				w, ok := bench.Find(strings.TrimSpace(name))
 				if !ok {
-					return fmt.Errorf("unknown workload %q (want W1..W8)", name)
+					return fmt.Errorf("unknown workload %q (want W1..W9)", name)
 				}
 				if nodes > 0 {
 					res, err := runNodes(cmd, w, storeURL, nodes)
@@ -115,6 +127,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "W3 only: spread the dispatch over this many herald processes sharing the store (a redis:// store)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (implies --in-process)")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
+	cmd.Flags().StringVar(&benchOTel, "otel", "", "W1–W7: trace the engine as serve does with otel: endpoint, exporting over OTLP/HTTP to this endpoint, to measure what tracing costs (each message sent with a traceparent of its own; not with --nodes)")
 	return cmd
 }
 
@@ -124,6 +137,9 @@ func runBenchChild(cmd *cobra.Command, workload, storeURL string) error {
 		return err
 	}
 	child := exec.CommandContext(cmd.Context(), self, "bench", "--workload", workload, "--store", storeURL, "--in-process")
+	if benchOTel != "" {
+		child.Args = append(child.Args, "--otel", benchOTel)
+	}
 	child.Stdout, child.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if err := child.Run(); err != nil {
 		return fmt.Errorf("%s: %w", workload, err) // the child said why on standard error

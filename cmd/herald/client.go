@@ -80,7 +80,8 @@ func (c *apiClient) do(out io.Writer, method, path string, body any) error {
 }
 
 func clientCommands() []*cobra.Command {
-	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand()}
+	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand(),
+		roomsCommand(), subsCommand(), publishCommand(), pullCommand()}
 }
 
 func sendCommand() *cobra.Command {

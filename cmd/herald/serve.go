@@ -23,6 +23,7 @@ import (
 	"github.com/heraldmq/herald/httpapi"
 	"github.com/heraldmq/herald/metrics"
 	"github.com/heraldmq/herald/notify"
+	"github.com/heraldmq/herald/otelx"
 	"github.com/heraldmq/herald/sim/webhooksink"
 	"github.com/heraldmq/herald/stdwebhook"
 	"github.com/heraldmq/herald/ui"
@@ -87,6 +88,7 @@ type server struct {
 	http   *http.Server
 	served chan error
 	addr   string
+	tracer *otelx.Tracer // nil when not tracing
 }
 
 // startServer opens the store, starts the engine and serves the API. With
@@ -108,14 +110,35 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
+	rooms, checkSecretEnv, err := roomsRoute(store, f)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	routes = append(routes, rooms)
 	m := metrics.New()
 	m.WatchCounts(store.Counts)
 	m.WatchLanes(store.Lanes, metrics.TopLanes)
+	tracer, err := startTracing(ctx, f, log)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started && tracer != nil {
+			tracer.Shutdown(context.Background())
+		}
+	}()
 	cfg := herald.Config{Store: store, Routes: routes, Subscribers: subs, Logger: log, Observer: m,
 		Retention: f.Retention.D(), DrainBudget: f.DrainBudget.D(), Concurrency: f.Concurrency}
 	if f.Health != nil {
 		th := f.Health.Thresholds()
 		cfg.Health = &th
+	}
+	var apiTracer httpapi.Tracer
+	if tracer != nil {
+		cfg.Tracer, apiTracer = tracer, tracer
 	}
 	engine, err := herald.New(cfg)
 	if err != nil {
@@ -140,12 +163,14 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		mux.Handle(ui.Path+"/", admin)
 		sessions = admin
 	}
-	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions}))
+	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions,
+		CheckSecretEnv: checkSecretEnv, Tracer: apiTracer}))
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
 	}
 	s := &server{log: log, store: store, engine: engine, routes: routes, served: make(chan error, 1), addr: ln.Addr().String(),
-		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, tracer: tracer}
+	started = true
 	go func() { s.served <- s.http.Serve(ln) }()
 	log.Info("herald serving", "listen", s.addr, "store", f.Store, "routes", len(routes))
 	if f.UIEnabled() {
@@ -179,10 +204,11 @@ func (s *server) shutdown() error {
 		}
 	}
 	storeErr := s.store.Close()
+	traceErr := s.tracer.Shutdown(ctx) // the spans of the last sends
 	if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return errors.Join(httpErr, engineErr, storeErr)
+	return errors.Join(httpErr, engineErr, storeErr, traceErr)
 }
 
 // buildRoutes makes the engine's routes, with their carriers, from the config.

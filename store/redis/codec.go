@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/unixms"
@@ -18,11 +20,13 @@ import (
 //	k     created|priority|tenant|route|lane|target|dedup key (escaped; a
 //	      message stored before lanes has no lane in k, and is never gated,
 //	      and one stored before targets has neither target nor dedup key,
-//	      and is never held back by order nor found by dedup)
+//	      and is never held back by order nor found by dedup), then, for a
+//	      room's delivery, |p when it is pulled (Pull) or |d when pushed
 //	t     the timeline after the creation entry: see decodeEntry
 //	b     the fields no script reads: see appendBody
 //	x, e  external id, last error
 //	coal, corr, idem  the coalesce, correlation and idempotency keys
+//	tp    the W3C traceparent of the request that sent it
 //
 // Absent fields are empty.
 
@@ -42,11 +46,15 @@ func hashFields(args []any, buf []byte, m *herald.Message) ([]any, []byte) {
 	buf = append(append(buf, '|'), esc(m.Lane)...)
 	buf = append(append(buf, '|'), esc(m.Target)...)
 	buf = append(append(buf, '|'), esc(m.DedupKey)...)
+	if kind := kind(m); kind != "" {
+		buf = append(append(buf, '|'), kind...)
+	}
 	k := len(buf)
 	buf = appendBody(buf, m)
 	args = append(args, buf[:s], buf[s:k], buf[k:])
 	for _, f := range []struct{ name, v string }{
 		{"x", m.ExternalID}, {"e", m.LastError}, {"coal", m.CoalesceKey}, {"corr", m.CorrelationID}, {"idem", m.IdempotencyKey},
+		{"tp", m.TraceParent},
 	} {
 		if f.v != "" {
 			args = append(args, f.name, f.v)
@@ -58,7 +66,8 @@ func hashFields(args []any, buf []byte, m *herald.Message) ([]any, []byte) {
 // appendBody appends field b of m to dst: the id, target, lane, text,
 // payload and params (their count, then key and value each), as a length
 // and the bytes each, then max attempts and the attempt at creation, as
-// varints.
+// varints, and last, when m has a Backoff, its delay in milliseconds (a
+// varint) and its multiplier's bits (a uvarint).
 func appendBody(dst []byte, m *herald.Message) []byte {
 	str := func(s string) {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
@@ -76,7 +85,12 @@ func appendBody(dst []byte, m *herald.Message) []byte {
 		str(v)
 	}
 	dst = binary.AppendVarint(dst, int64(m.MaxAttempts))
-	return binary.AppendVarint(dst, int64(m.Attempt))
+	dst = binary.AppendVarint(dst, int64(m.Attempt))
+	if !m.Backoff.IsZero() {
+		dst = binary.AppendVarint(dst, m.Backoff.Delay.Milliseconds())
+		dst = binary.AppendUvarint(dst, math.Float64bits(m.Backoff.Multiplier))
+	}
+	return dst
 }
 
 // errBody is a body's error when field b ends too soon.
@@ -121,14 +135,14 @@ func (r *body) string() string {
 
 // decodedFields are the fields of a message's hash that decode reads: all
 // but the timeline, t.
-var decodedFields = []string{"s", "k", "b", "x", "e", "coal", "corr", "idem"}
+var decodedFields = []string{"s", "k", "b", "x", "e", "coal", "corr", "idem", "tp"}
 
 // decode returns the message of a hash's fields, and the attempt it was
 // created with.
 func decode(h map[string]string) (*herald.Message, int, error) {
 	s := strings.Split(h["s"], "|")
 	k := strings.Split(h["k"], "|")
-	if len(s) != 8 || (len(k) != 4 && len(k) != 5 && len(k) != 7) {
+	if len(s) != 8 || (len(k) != 4 && len(k) != 5 && len(k) != 7 && len(k) != 8) {
 		return nil, 0, fmt.Errorf("malformed message: s=%q k=%q", h["s"], h["k"])
 	}
 	var nums [8]int64
@@ -144,10 +158,12 @@ func decode(h map[string]string) (*herald.Message, int, error) {
 		DueAt: unixms.Time(nums[3]), Deadline: unixms.Time(nums[4]), ExpiresAt: unixms.Time(nums[5]), CreatedAt: unixms.Time(nums[6]),
 		Priority: int(nums[7]), Tenant: unesc(k[2]), Route: unesc(k[3]),
 		ExternalID: h["x"], LastError: h["e"], CoalesceKey: h["coal"], CorrelationID: h["corr"], IdempotencyKey: h["idem"],
+		TraceParent: h["tp"],
 	}
-	if len(k) == 7 {
+	if len(k) >= 7 {
 		m.DedupKey = unesc(k[6])
 	}
+	m.Pull = len(k) == 8 && k[7] == "p"
 	r := &body{b: h["b"]}
 	m.ID, m.Target, m.Lane, m.Text = r.string(), r.string(), r.string(), r.string()
 	if p := r.string(); p != "" {
@@ -164,6 +180,10 @@ func decode(h map[string]string) (*herald.Message, int, error) {
 	}
 	m.MaxAttempts = int(r.varint())
 	a0 := int(r.varint())
+	if r.b != "" {
+		delay := r.varint()
+		m.Backoff = herald.Backoff{Delay: time.Duration(delay) * time.Millisecond, Multiplier: math.Float64frombits(r.uvarint())}
+	}
 	if r.err != nil {
 		return nil, 0, fmt.Errorf("message %s: %w", m.ID, r.err)
 	}

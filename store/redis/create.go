@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/unixms"
@@ -12,8 +13,8 @@ import (
 // createArgs is how many arguments a create has at most, besides the
 // subscribers to tell about the messages it coalesces: 8, the hash's
 // fields s, k and b, the pairs of coal, corr, idem, x and e, and the
-// dedup window's.
-const createArgs = 8 + 3 + 2*5 + 2
+// dedup window's and the delivery's set (sd).
+const createArgs = 8 + 3 + 2*5 + 2 + 2
 
 // Create stores m as QUEUED with its creation entry, unless its idempotency
 // key names a message already stored, or its dedup key one delivered since
@@ -22,19 +23,7 @@ const createArgs = 8 + 3 + 2*5 + 2
 func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
 	msg := herald.AsCreated(m)
 	enc := newEncoding()
-	args := slices.Grow(enc.args, createArgs+len(opt.CoalesceNotify))
-	created, due := unixms.From(msg.CreatedAt), unixms.From(msg.DueAt)
-	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), created)
-	if due > created {
-		args = append(args, "delayed", due)
-	} else {
-		args = append(args, "ready", -msg.Priority)
-	}
-	args = append(args, unixms.From(msg.ExpiresAt), len(opt.CoalesceNotify))
-	for _, sub := range opt.CoalesceNotify {
-		args = append(args, sub)
-	}
-	enc.args, enc.buf = hashFields(args, enc.buf, &msg)
+	enc.args, enc.buf = createCall(slices.Grow(enc.args, createArgs+len(opt.CoalesceNotify)), enc.buf, &msg, opt.CoalesceNotify)
 	if msg.DedupKey != "" && !opt.DedupSince.IsZero() {
 		enc.args = append(enc.args, "since", unixms.From(opt.DedupSince))
 	}
@@ -58,4 +47,47 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 		return prev, false, nil
 	}
 	return nil, false, fmt.Errorf("redis create: unexpected reply %v", res)
+}
+
+// createCall appends to args the arguments of the create of msg (see
+// lua/create.lua), but the dedup window's, telling notify of the messages
+// it coalesces, and returns them with buf, which they point into.
+func createCall(args []any, buf []byte, msg *herald.Message, notify []string) ([]any, []byte) {
+	created, due := unixms.From(msg.CreatedAt), unixms.From(msg.DueAt)
+	args = append(args, msg.ID, esc(msg.Tenant), esc(msg.Route), created)
+	switch {
+	case msg.Pull:
+		args = append(args, "pq:"+queueName(msg), -msg.Priority)
+	case due > created:
+		args = append(args, "delayed", due)
+	default:
+		args = append(args, "ready", -msg.Priority)
+	}
+	args = append(args, unixms.From(msg.ExpiresAt), len(notify))
+	for _, sub := range notify {
+		args = append(args, sub)
+	}
+	args, buf = hashFields(args, buf, msg)
+	if kind(msg) != "" {
+		args = append(args, "sd", queueName(msg))
+	}
+	return args, buf
+}
+
+// queueName returns the name of msg's route and target, escaped, R|G: its
+// pq and sd sets are named after it.
+func queueName(msg *herald.Message) string {
+	return esc(msg.Route) + "|" + esc(msg.Target)
+}
+
+// kind returns the kind of msg that field k ends in: "p" when it is
+// pulled, "d" when it is a room's delivery otherwise, "" for the others.
+func kind(msg *herald.Message) string {
+	switch {
+	case msg.Pull:
+		return "p"
+	case strings.HasPrefix(msg.Route, herald.RoomRoutePrefix):
+		return "d"
+	}
+	return ""
 }

@@ -26,9 +26,9 @@
 // in their lanes instead of in ready, and claims take them through the
 // lanes that admit them (see lanes.go). lua/lib.lua lists every key.
 //
-// Concurrent Creates, and concurrent Transitions, run in batches: one
-// script call applies a batch in order, so that Redis pays once for what a
-// call costs (see batcher).
+// Concurrent Creates, concurrent Transitions and concurrent Publishes run
+// in batches: one script call applies a batch in order, so that Redis pays
+// once for what a call costs (see batcher).
 //
 // # Redis Cluster
 //
@@ -80,10 +80,10 @@ type Store struct {
 	client goredis.UniversalClient
 	keys   []string // every script's KEYS: the key prefix
 
-	creates, transitions *batcher
-	workers              sync.WaitGroup // the batchers'
-	quit                 chan struct{}  // closed by Close
-	closeOnce            sync.Once
+	creates, transitions, publishes *batcher
+	workers                         sync.WaitGroup // the batchers'
+	quit                            chan struct{}  // closed by Close
+	closeOnce                       sync.Once
 }
 
 // Open connects to the Redis at rawURL, redis://[user:pass@]host:port/db or
@@ -140,6 +140,7 @@ func Open(rawURL string) (*Store, error) {
 	s := &Store{client: client, keys: []string{"{" + prefix + "}:"}, quit: make(chan struct{})}
 	s.creates = newBatcher(s, createScript, 3, 64)
 	s.transitions = newBatcher(s, transitionScript, 4, 64)
+	s.publishes = newBatcher(s, publishScript, 2, 16)
 	return s, nil
 }
 

@@ -47,6 +47,13 @@ var (
 	claimInboundScript  = function("claim_inbound")
 	inboundByCorrScript = function("inbound_by_corr")
 	settleInboundScript = function("settle_inbound")
+
+	createRoomScript = function("create_room")
+	deleteRoomScript = function("delete_room")
+	createSubScript  = function("create_sub")
+	deleteSubScript  = function("delete_sub")
+	publishScript    = function("publish")
+	pullScript       = function("pull")
 )
 
 // script is a function of the library, by the name the server knows it by.

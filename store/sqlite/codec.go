@@ -4,6 +4,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/unixms"
@@ -13,8 +16,15 @@ import (
 // aside, in the order scanMessage reads them.
 const msgCols = `id, tenant, route, target, lane, priority, correlation_id, dedup_key,
 	idempotency_key, coalesce_key, status, attempt, max_attempts, created_at,
-	updated_at, due_at, deadline, expires_at, external_id, last_error, lease,
-	params, text, payload`
+	updated_at, due_at, deadline, expires_at, external_id, last_error, lease, trace_parent,
+	gated, backoff, params, text, payload`
+
+// The values of the gated column: how a QUEUED message is claimed.
+const (
+	gatedFree  = 0 // by Claim, from messages_ready
+	gatedLanes = 1 // by Claim, through its lane (lanes.go)
+	gatedPull  = 2 // by Pull only (rooms.go): the message has Pull set
+)
 
 // Status expressions, written exactly as in the partial indexes of
 // schema.sql so that queries holding them can use those indexes.
@@ -34,6 +44,26 @@ func encodeParams(params map[string]string) (string, error) {
 	return string(b), err
 }
 
+// encodeBackoff returns b as the backoff column holds it: the delay in
+// milliseconds and the multiplier, separated by a space; "" when unset.
+func encodeBackoff(b herald.Backoff) string {
+	if b.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(b.Delay.Milliseconds(), 10) + " " + strconv.FormatFloat(b.Multiplier, 'g', -1, 64)
+}
+
+// decodeBackoff is the inverse of encodeBackoff, for a set backoff.
+func decodeBackoff(s string) (herald.Backoff, error) {
+	ms, mult, ok := strings.Cut(s, " ")
+	d, err1 := strconv.ParseInt(ms, 10, 64)
+	m, err2 := strconv.ParseFloat(mult, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return herald.Backoff{}, fmt.Errorf("malformed backoff %q", s)
+	}
+	return herald.Backoff{Delay: time.Duration(d) * time.Millisecond, Multiplier: m}, nil
+}
+
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface {
 	Scan(dest ...any) error
@@ -43,20 +73,27 @@ type rowScanner interface {
 func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
 	var (
 		m                                        herald.Message
-		status, params                           string
+		status, params, backoff                  string
 		created, updated, due, deadline, expires int64
+		gated                                    int
 		payload                                  []byte
 	)
 	dest := append([]any{
 		&m.ID, &m.Tenant, &m.Route, &m.Target, &m.Lane, &m.Priority, &m.CorrelationID, &m.DedupKey,
 		&m.IdempotencyKey, &m.CoalesceKey, &status, &m.Attempt, &m.MaxAttempts, &created,
-		&updated, &due, &deadline, &expires, &m.ExternalID, &m.LastError, &m.Lease,
-		&params, &m.Text, &payload,
+		&updated, &due, &deadline, &expires, &m.ExternalID, &m.LastError, &m.Lease, &m.TraceParent,
+		&gated, &backoff, &params, &m.Text, &payload,
 	}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
-	m.Status = herald.Status(status)
+	m.Status, m.Pull = herald.Status(status), gated == gatedPull
+	if backoff != "" {
+		var err error
+		if m.Backoff, err = decodeBackoff(backoff); err != nil {
+			return nil, fmt.Errorf("message %s: %w", m.ID, err)
+		}
+	}
 	m.CreatedAt, m.UpdatedAt, m.DueAt = unixms.Time(created), unixms.Time(updated), unixms.Time(due)
 	m.Deadline, m.ExpiresAt = unixms.Time(deadline), unixms.Time(expires)
 	m.Payload = payload

@@ -97,10 +97,14 @@ func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
 
 // insert stores m with its timeline, the creation entry.
 func (tx *wtx) insert(m *herald.Message, params string) error {
+	gated := tx.gated(m.Route)
+	if m.Pull {
+		gated = gatedPull
+	}
 	_, err := tx.st.insertMessage.Exec(
 		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID, m.DedupKey,
 		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, unixms.From(m.CreatedAt),
-		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease,
-		params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), tx.gated(m.Route))
+		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease, m.TraceParent,
+		gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]))
 	return err
 }

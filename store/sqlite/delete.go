@@ -23,15 +23,20 @@ func (s *Store) Purge(ctx context.Context, q herald.PurgeQuery) (int, error) {
 }
 
 // Prune deletes up to limit terminal messages last updated before before,
-// and returns how many.
+// and up to limit room events published before before, and returns how
+// many of both.
 func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int
 	err := s.write(ctx, func(tx *wtx) error {
-		var err error
-		n, err = deleted(tx.st.prune.Exec(unixms.From(before), limit))
+		msgs, err := deleted(tx.st.prune.Exec(unixms.From(before), limit))
+		if err != nil {
+			return err
+		}
+		events, err := deleted(tx.st.pruneEvents.Exec(unixms.From(before), limit))
+		n = msgs + events
 		return err
 	})
 	return n, wrap("prune", err)

@@ -100,9 +100,9 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 // holds it.
 func (tx *wtx) gated(route string) int {
 	if _, ok := tx.rules[route]; ok {
-		return 1
+		return gatedLanes
 	}
-	return 0
+	return gatedFree
 }
 
 // pause pauses the lane of message id, when it is gated, until until.

@@ -33,7 +33,9 @@ CREATE TABLE IF NOT EXISTS messages (
 	lease           INTEGER NOT NULL,
 	gated           INTEGER NOT NULL DEFAULT 0,  -- 1: its route is gated, it goes through the lanes
 	dedup_key       TEXT NOT NULL DEFAULT '',    -- content hash, when its route dedups
+	backoff         TEXT NOT NULL DEFAULT '',    -- its own Backoff (a room's delivery): 'delay_ms multiplier'
 	seq             INTEGER NOT NULL, -- status changes so far, creation included: numbers their events
+	trace_parent    TEXT NOT NULL DEFAULT '',    -- W3C traceparent of the request that sent it, when traced
 	-- The bulky columns come last so that reading the others stays cheap;
 	-- only Get reads the timeline, which grows with every status change.
 	params          TEXT NOT NULL,    -- JSON object, '' for none
@@ -88,6 +90,58 @@ CREATE INDEX IF NOT EXISTS messages_correlation ON messages (correlation_id, id)
 -- Prune.
 CREATE INDEX IF NOT EXISTS messages_done ON messages (updated_at)
 	WHERE (status = 'DELIVERY_SUCCESSFUL' OR status = 'DELIVERY_FAILED' OR status = 'CANCELLED');
+-- Pull: the QUEUED messages that only their recipient takes (gated = 2:
+-- Pull set), by route and target in lease order.
+CREATE INDEX IF NOT EXISTS messages_pull ON messages (route, target, priority DESC, id, due_at, expires_at)
+	WHERE status = 'QUEUED' AND gated = 2;
+-- The active deliveries of rooms (the routes under herald.RoomRoutePrefix,
+-- 'room:'), by route and subscription (target): deleting a subscription
+-- ends them. The test of route costs the other messages two comparisons.
+CREATE INDEX IF NOT EXISTS messages_delivery ON messages (route, target)
+	WHERE route >= 'room:' AND route < 'room;'
+		AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
+
+-- Rooms, their subscriptions and the events published to them (rooms.go).
+-- Durations are milliseconds.
+CREATE TABLE IF NOT EXISTS rooms (
+	tenant     TEXT NOT NULL,
+	name       TEXT NOT NULL,
+	expiration INTEGER NOT NULL,  -- 0: never
+	delay      INTEGER NOT NULL,
+	multiplier REAL NOT NULL,
+	attempts   INTEGER NOT NULL,
+	revision   INTEGER NOT NULL,  -- changes with every subscription made or deleted
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (tenant, name)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS subscriptions (
+	id          TEXT NOT NULL PRIMARY KEY,
+	tenant      TEXT NOT NULL,
+	room        TEXT NOT NULL,
+	type        TEXT NOT NULL,
+	url         TEXT NOT NULL,
+	secret_env  TEXT NOT NULL,
+	event_types TEXT NOT NULL,    -- JSON [[type, version], ...]
+	delay       INTEGER,          -- the overrides; NULL keeps the room's
+	multiplier  REAL,
+	attempts    INTEGER,
+	created_at  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS subscriptions_room ON subscriptions (tenant, room, id);
+
+CREATE TABLE IF NOT EXISTS room_events (
+	id             TEXT NOT NULL PRIMARY KEY,
+	tenant         TEXT NOT NULL,
+	room           TEXT NOT NULL,
+	type           TEXT NOT NULL,
+	version        TEXT NOT NULL,
+	correlation_id TEXT NOT NULL,
+	data           BLOB NOT NULL,
+	deliveries     TEXT NOT NULL, -- JSON [[subscription id, message id], ...]
+	created_at     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS room_events_created ON room_events (created_at);
 
 -- The outbox: one row per outcome event and subscriber.
 CREATE TABLE IF NOT EXISTS events (

@@ -16,13 +16,19 @@ type writeStmts struct {
 	findIdempotent, exists, findDuplicate *sql.Stmt
 	selectCoalesced, transition           *sql.Stmt
 	selectRetry                           *sql.Stmt
-	purge, prune                          *sql.Stmt
+	purge, prune, pruneEvents             *sql.Stmt
 	claimEvents, deleteEvent, retryEvent  *sql.Stmt
 	insertDataEvent                       *sql.Stmt
 
 	// The inbox's (inbox.go).
 	addInbound, claimInbound, deleteInbound, laterInbound *sql.Stmt
 	killEvent                                             *sql.Stmt
+
+	// The rooms' (rooms.go).
+	insertRoom, roomRevision, bumpRoom, deleteRoom      *sql.Stmt
+	insertSubscription, roomSubscriptions, subRoom      *sql.Stmt
+	deleteSubscription, activeDeliveries, insertRoomEvt *sql.Stmt
+	pull                                                *sql.Stmt
 
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeOrdered         *sql.Stmt
@@ -48,6 +54,9 @@ type readStmts struct {
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, tenantBucket, busiestLanes *sql.Stmt
+
+	// The rooms' (rooms.go).
+	room, rooms, subscription, subscriptions, roomEvent *sql.Stmt
 
 	// The inbox's (inbox.go).
 	inboundByCorrelation     *sql.Stmt
@@ -76,8 +85,8 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.begin, `BEGIN IMMEDIATE`},
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
-		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, gated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
+		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`},
 		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages INDEXED BY messages_dedup
 			WHERE tenant = ? AND route = ? AND dedup_key = ? AND dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL' AND updated_at >= ?
 			ORDER BY updated_at DESC LIMIT 1`},
@@ -93,7 +102,8 @@ func (st *writeStmts) defs() []stmtDef {
 			ORDER BY id`},
 		// The lease survives a move between in-flight stages (?9) and is
 		// cleared by any other. ?8 resets the attempts, ?15 takes one back;
-		// ?16 sets gated again from the gated routes ?17 (a replay). A change of status (?13) counts in seq,
+		// ?16 sets gated again from the gated routes ?17 (a replay), but
+		// for a pull message's. A change of status (?13) counts in seq,
 		// sets updated_at and appends its timeline entry: the new attempt
 		// followed by the entry's tail (?14).
 		{&st.transition, `UPDATE messages SET
@@ -103,7 +113,7 @@ func (st *writeStmts) defs() []stmtDef {
 				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
 				attempt = CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
-				gated = CASE WHEN ?16 THEN route IN (SELECT value FROM json_each(?17)) ELSE gated END,
+				gated = CASE WHEN ?16 AND gated != 2 THEN route IN (SELECT value FROM json_each(?17)) ELSE gated END,
 				updated_at = CASE WHEN ?13 THEN ?2 ELSE updated_at END,
 				seq = seq + ?13,
 				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END) || ?14 ELSE timeline END
@@ -116,6 +126,8 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.prune, `DELETE FROM messages WHERE id IN (
 				SELECT id FROM messages INDEXED BY messages_done
 				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))`},
+		{&st.pruneEvents, `DELETE FROM room_events WHERE id IN (
+				SELECT id FROM room_events INDEXED BY room_events_created WHERE created_at < ? LIMIT CAST(? AS INTEGER))`},
 		{&st.claimEvents, `UPDATE events SET due_at = ?1 WHERE id IN (
 				SELECT id FROM events WHERE dead = 0 AND due_at <= ?2 ORDER BY due_at LIMIT CAST(?3 AS INTEGER))
 			RETURNING id, subscriber, message_id, type, at, attempt, data`},
@@ -179,6 +191,29 @@ func (st *writeStmts) defs() []stmtDef {
 				ready_at = MAX(ready_at, ?2)
 			WHERE route = (SELECT route FROM messages WHERE id = ?1 AND gated = 1)
 				AND lane = (SELECT lane FROM messages WHERE id = ?1)`},
+		{&st.insertRoom, `INSERT INTO rooms (` + roomCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, name) DO NOTHING`},
+		{&st.roomRevision, `SELECT revision FROM rooms WHERE tenant = ? AND name = ?`},
+		{&st.bumpRoom, `UPDATE rooms SET revision = revision + 1 WHERE tenant = ? AND name = ?`},
+		{&st.deleteRoom, `DELETE FROM rooms WHERE tenant = ? AND name = ?`},
+		{&st.insertSubscription, `INSERT INTO subscriptions (` + subCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.roomSubscriptions, `SELECT id FROM subscriptions INDEXED BY subscriptions_room WHERE tenant = ? AND room = ?`},
+		{&st.subRoom, `SELECT room FROM subscriptions WHERE id = ? AND tenant = ?`},
+		{&st.deleteSubscription, `DELETE FROM subscriptions WHERE id = ?`},
+		// ?1 is the room's route, ?2 the subscription's id.
+		{&st.activeDeliveries, `SELECT id, status FROM messages INDEXED BY messages_delivery
+			WHERE route = ?1 AND target = ?2 AND route >= 'room:' AND route < 'room;' AND ` + activeSQL},
+		{&st.insertRoomEvt, `INSERT INTO room_events (` + roomEventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		// ?1 now, ?2 the lease's end, ?3 the lease, ?4 the timeline
+		// entry's tail, ?5 the route, ?6 the target, ?7 the limit.
+		{&st.pull, `UPDATE messages SET
+				status = 'SENT_TO_NS', attempt = attempt + 1, updated_at = ?1, deadline = ?2,
+				lease = ?3, seq = seq + 1, timeline = timeline || (attempt + 1) || ?4
+			WHERE id IN (SELECT id FROM messages INDEXED BY messages_pull
+				WHERE status = 'QUEUED' AND gated = 2 AND route = ?5 AND target = ?6 AND due_at <= ?1
+					AND (expires_at = 0 OR expires_at > ?1)
+				ORDER BY priority DESC, id LIMIT CAST(?7 AS INTEGER))
+			RETURNING ` + msgCols},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.saveTenantBucket, `INSERT INTO tenant_buckets (route, tenant, tokens, tokens_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (route, tenant) DO UPDATE SET tokens = excluded.tokens, tokens_at = excluded.tokens_at`},
@@ -204,9 +239,10 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.findExternal, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_external
 			WHERE route = ? AND external_id = ? AND external_id != '' AND ` + activeSQL + `
 			LIMIT 1`},
-		// Every active message is in one of ready, lane, retry and inflight.
+		// Every active message is in one of ready, lane, pull, retry and inflight.
 		{&st.activeRoutes, `SELECT route FROM messages INDEXED BY messages_ready WHERE status = 'QUEUED' AND gated = 0
 			UNION SELECT route FROM messages INDEXED BY messages_lane WHERE status = 'QUEUED' AND gated = 1
+			UNION SELECT route FROM messages INDEXED BY messages_pull WHERE status = 'QUEUED' AND gated = 2
 			UNION SELECT route FROM messages INDEXED BY messages_retry WHERE status = 'TO_RETRY'
 			UNION SELECT route FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + `
 			ORDER BY route`},
@@ -232,6 +268,12 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
 		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation
 			WHERE route = ? AND correlation = ? AND correlation != ''`},
+		{&st.room, `SELECT ` + roomCols + ` FROM rooms WHERE tenant = ? AND name = ?`},
+		{&st.rooms, `SELECT ` + roomCols + ` FROM rooms WHERE tenant = ? ORDER BY name`},
+		{&st.subscription, `SELECT ` + subCols + ` FROM subscriptions WHERE id = ?`},
+		{&st.subscriptions, `SELECT ` + subCols + ` FROM subscriptions INDEXED BY subscriptions_room
+			WHERE tenant = ? AND room = ? ORDER BY id`},
+		{&st.roomEvent, `SELECT ` + roomEventCols + ` FROM room_events WHERE id = ?`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
 			WHERE gated = 1 AND ` + activeSQL + ` AND route = ? AND target = ? ORDER BY id LIMIT 1`},
 		// Busiest first: queued plus in flight.

@@ -95,6 +95,9 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 	if _, err := conn.ExecContext(ctx, schema); err != nil {
 		return err
 	}
+	if err := migrateTraceParent(ctx, conn); err != nil {
+		return err
+	}
 	st, err := prepareWrite(ctx, conn)
 	if err != nil {
 		return err
@@ -117,18 +120,24 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 }
 
 // migrate brings a database written by an earlier version to the schema's
-// shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated and
-// dedup_key columns of messages, the data column of events, and the ready
-// index that now holds ungated messages only.
+// shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated,
+// dedup_key and backoff columns of messages, the data column of events,
+// and the ready index that now holds ungated messages only.
 func migrate(ctx context.Context, conn *sql.Conn) error {
-	var tables, gated, dedup, data int
+	var tables, gated, dedup, backoff, data int
 	err := conn.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'gated'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'dedup_key'),
-			(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'data')`).Scan(&tables, &gated, &dedup, &data)
+			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'backoff'),
+			(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'data')`).Scan(&tables, &gated, &dedup, &backoff, &data)
 	if err != nil || tables == 0 {
 		return err
+	}
+	if backoff == 0 {
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN backoff TEXT NOT NULL DEFAULT ''`); err != nil {
+			return err
+		}
 	}
 	if gated == 0 {
 		if _, err := conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN gated INTEGER NOT NULL DEFAULT 0;

@@ -39,6 +39,7 @@ func testCreate(t *testing.T, open opener) {
 		m.Params = map[string]string{"port": "10", "confirmed": "true", "empty": ""}
 		m.Priority, m.CorrelationID, m.MaxAttempts = 7, "corr-1", 12
 		m.IdempotencyKey, m.CoalesceKey = "idem-1", "coal-1"
+		m.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		m.CreatedAt = at(123456789 * time.Nanosecond) // sub-millisecond part is dropped
 		m.UpdatedAt = m.CreatedAt
 		m.DueAt = at(90 * time.Second)

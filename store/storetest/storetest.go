@@ -48,6 +48,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"Outbox", testOutbox},
 		{"Inbound", testInbound},
 		{"Lanes", testLanes},
+		{"TraceParent", testTraceParent},
+		{"Rooms", testRooms},
 	} {
 		t.Run(topic.name, func(t *testing.T) { topic.run(t, open) })
 	}
@@ -237,6 +239,7 @@ func diffMessage(got, want *herald.Message) []string {
 	check("ExternalID", got.ExternalID == want.ExternalID, got.ExternalID, want.ExternalID)
 	check("LastError", got.LastError == want.LastError, got.LastError, want.LastError)
 	check("Lease", got.Lease == want.Lease, got.Lease, want.Lease)
+	check("TraceParent", got.TraceParent == want.TraceParent, got.TraceParent, want.TraceParent)
 	return diffs
 }
 

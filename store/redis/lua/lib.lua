@@ -32,10 +32,28 @@
 --                 content hash); score updated_at, so the latest last
 --   ext           hash: R|external id -> id of an active message
 --   lease         counter of the claims' leases
+--   pq:<R|G>      zset: the QUEUED pull messages (kind p, below) of route
+--                 R and target G, due or not (Pull skips those not due);
+--                 score -priority, as ready; no pull message is in ready,
+--                 delayed or a lane
+--   sd:<R|G>      zset: the active deliveries (kind p or d) of route R, a
+--                 room's, to subscription G; score 0, so by id
 --   ev:<id>       hash: an outbox event: sub, msg (empty for an uplink),
 --                 type, at, attempt, err, dead, and data (an uplink's body)
 --   evdue         zset: live events; score due time
 --   evdead        zset: dead events; score event time
+--
+-- Rooms (T a tenant and N a room's name, escaped; durations in ms):
+--   room:<T|N>    hash: a room: exp, delay, mult, att, rev (its revision)
+--                 and at (created)
+--   rooms:<T>     zset: the names of a tenant's rooms; score 0
+--   sub:<id>      hash: a subscription: t, r (its tenant and room), type,
+--                 url, senv, types (JSON), delay, mult and att (empty:
+--                 the room's) and at
+--   subs:<T|N>    zset: the ids of a room's subscriptions; score 0
+--   evt:<id>      hash: a room event: t, r, type, ver, corr, data, dl (its
+--                 deliveries, JSON) and at
+--   evts          zset: the room events; score at, for Prune
 --
 -- Inbox: the events push carriers sent back, until the engine applies them.
 --   in:<id>       hash: an inbox event, fields INFIELDS (ack and perm 1 or
@@ -89,7 +107,9 @@
 --
 -- Message fields: s = status|attempt|lease|seq|updated|due|deadline|expires
 -- (what transitions change; seq counts them), k = created|priority|T|R|L|G|
--- D (what they read; G the target, D the dedup key, escaped), t (the
+-- D (what they read; G the target, D the dedup key, escaped), and for a
+-- room's delivery |K after them, its kind: p when it is pulled (Pull set),
+-- d when it is pushed; t (the
 -- timeline after the creation entry, which is derived: the latest TIMELINE
 -- entries, each at|from|to|attempt|n|reason with n the length of reason),
 -- x (external id), e (last error), coal, corr and idem (keys), b (the
@@ -99,6 +119,10 @@
 -- ARGV is a call's arguments, the name they have in scripts run by EVAL,
 -- and P its key prefix: enter sets both.
 local ARGV, P
+
+-- zadds, newpairs and pairkeys hold what the creates of a call leave to
+-- write (see create): enter empties them.
+local zadds, newpairs, pairkeys
 
 -- rules holds the admission of the routes a call has looked up (route ->
 -- rule, or false when not gated), touched the lanes whose messages it
@@ -127,13 +151,22 @@ local function waiting(st)
 end
 
 -- keyed returns the parts of field k: created, priority, tenant, route,
--- lane, target and dedup key. A message stored before lanes has no lane in
--- k (nil): it is never gated; one stored before targets has neither target
--- nor dedup key (nil): it is never held back by order, nor found by dedup.
--- Clean cuts for the stores of older versions.
+-- lane, target, dedup key and kind (nil but for a room's delivery). A
+-- message stored before lanes has no lane in k (nil): it is never gated;
+-- one stored before targets has neither target nor dedup key (nil): it is
+-- never held back by order, nor found by dedup. Clean cuts for the stores
+-- of older versions.
 local function keyed(k)
 	local created, prio, tenant, route, lane, target, dedup =
 		string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+	if not created then
+		local kind
+		created, prio, tenant, route, lane, target, dedup, kind =
+			string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([pd])$')
+		if created then
+			return created, prio, tenant, route, lane, target, dedup, kind
+		end
+	end
 	if not created then
 		created, prio, tenant, route, lane = string.match(k, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
 	end
@@ -148,12 +181,12 @@ end
 local function state(id, s, k, x, coal, t, corr, idem)
 	local st, attempt, lease, seq, updated, due, deadline, expires =
 		string.match(s, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-	local created, prio, tenant, route, lane, target, dedup = keyed(k)
+	local created, prio, tenant, route, lane, target, dedup, kind = keyed(k)
 	return {
 		id = id, st = st, attempt = attempt, lease = lease, seq = seq, updated = updated, due = due,
 		deadline = deadline, expires = expires, created = created, prio = prio, tenant = tenant, route = route,
-		lane = lane, target = target, dedup = dedup or '', ext = x or '', coal = coal or '', timeline = t or '',
-		corr = corr or '', idem = idem or '',
+		lane = lane, target = target, dedup = dedup or '', kind = kind or '', ext = x or '', coal = coal or '',
+		timeline = t or '', corr = corr or '', idem = idem or '',
 	}
 end
 
@@ -265,9 +298,10 @@ end
 -- and its group's when it waits. A QUEUED message is in ready (in its
 -- lane's lq, when its route is gated) when due at now, in delayed (and its
 -- lane's ld) otherwise; with now nil (its place unknown) each is listed,
--- score false. A message in flight holds a slot of its lane: lin. An
--- active message of an ordered route is in its target's tgt; a delivered
--- one with a dedup key in the key's dd.
+-- score false; a QUEUED pull message is in its pq, due or not. A message
+-- in flight holds a slot of its lane: lin. An active message of an
+-- ordered route is in its target's tgt; a delivered one with a dedup key
+-- in the key's dd; an active delivery of a room in its subscription's sd.
 -- Scores are m's fields as they are, strings mostly: Redis parses them
 -- either way, and a number would be formatted first.
 local function zsets(m, now)
@@ -276,7 +310,9 @@ local function zsets(m, now)
 	if waiting(st) then
 		z[P .. 'grp:' .. m.tenant .. '|' .. m.route .. '|' .. st] = m.created
 	end
-	if st == 'QUEUED' then
+	if st == 'QUEUED' and m.kind == 'p' then
+		z[P .. 'pq:' .. m.route .. '|' .. m.target] = negated(m.prio)
+	elseif st == 'QUEUED' then
 		local rl = laneof(m)
 		if now == nil then
 			z[P .. 'delayed'] = false
@@ -316,6 +352,9 @@ local function zsets(m, now)
 	end
 	if num(m.expires) > 0 and active(st) then
 		z[P .. 'expiry'] = m.expires
+	end
+	if m.kind ~= '' and active(st) then
+		z[P .. 'sd:' .. m.route .. '|' .. m.target] = '0'
 	end
 	local tgt = ordkey(m)
 	if tgt then
@@ -686,6 +725,156 @@ local function relane()
 	touched = {}
 end
 
+-- Creates (create.lua, publish.lua). The new messages' sorted-set entries
+-- go in together, one command per key (zadds is key -> {score, id, ...}),
+-- and so do their pairs: created writes them once the call's creates are
+-- done.
+local function flush()
+	for k, list in pairs(zadds) do
+		redis.call('ZADD', k, unpack(list))
+	end
+	zadds = {}
+end
+local function zadd(k, score, id)
+	local list = zadds[k]
+	if not list then
+		list = {}
+		zadds[k] = list
+	end
+	list[#list + 1], list[#list + 2] = score, id
+end
+
+-- create is one create of the call's ARGV, from ARGV[o], n arguments (see
+-- create.lua). It returns its reply.
+local function create(o, n)
+	local id, tenant, route, created = ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3]
+	local nsubs = 0
+	if ARGV[o + 7] ~= '0' then
+		nsubs = tonumber(ARGV[o + 7])
+	end
+	local f = o + 8 + nsubs -- field s
+	local last = o + n - 1 -- the last argument of the hash's fields
+	local idem, coal, corr, since, sd
+	for i = f + 3, last, 2 do
+		local name = ARGV[i]
+		if name == 'idem' then
+			idem = ARGV[i + 1]
+		elseif name == 'coal' then
+			coal = ARGV[i + 1]
+		elseif name == 'corr' then
+			corr = ARGV[i + 1]
+		elseif name == 'since' or name == 'sd' then -- after the fields
+			if name == 'since' then
+				since = ARGV[i + 1]
+			else
+				sd = ARGV[i + 1]
+			end
+			last = math.min(last, i - 1)
+		end
+	end
+	local pr = tenant .. '|' .. route
+	if idem then
+		local prev = redis.call('HGET', P .. 'idem', pr .. '|' .. idem)
+		if prev then
+			return redis.call('HGETALL', P .. 'm:' .. prev)
+		end
+	end
+	if since then
+		local dd = select(7, keyed(ARGV[f + 1]))
+		local prev = redis.call('ZRANGE', P .. 'dd:' .. pr .. '|' .. dd, '+inf', since, 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
+		if prev then
+			return redis.call('HGETALL', P .. 'm:' .. prev)
+		end
+	end
+	local key = P .. 'm:' .. id
+	if redis.call('EXISTS', key) == 1 then
+		return 0
+	end
+	if coal then
+		flush() -- the messages it cancels may be in this batch
+		local subs = { unpack(ARGV, o + 8, f - 1) }
+		local ck = P .. 'coal:' .. pr .. '|' .. coal
+		for _, old in ipairs(redis.call('SMEMBERS', ck)) do
+			move(load(old), 'CANCELLED', created, 'coalesced', 0, 0, 0, '', '', '0', subs)
+		end
+		redis.call('SADD', ck, id)
+	end
+	redis.call('HSET', key, 's', ARGV[f], 'k', ARGV[f + 1], 'b', ARGV[f + 2], unpack(ARGV, f + 3, last))
+	local keys = pairkeys[pr]
+	if not keys then
+		keys = { grp = P .. 'grp:' .. pr .. '|QUEUED', ten = P .. 'ten:' .. tenant }
+		pairkeys[pr] = keys
+		newpairs[#newpairs + 1] = pr
+	end
+	zadd(keys.grp, created, id)
+	zadd(keys.ten, '0', id)
+	local where, score = ARGV[o + 4], ARGV[o + 5]
+	local r = rule(route)
+	if not r then
+		zadd(P .. where, score, id)
+	else
+		local _, _, _, _, lane, target = keyed(ARGV[f + 1])
+		local rl = route .. '|' .. lane
+		if r.ordered then
+			-- A message that waits for its target's turn goes to the end of
+			-- lq (see waits). tgt takes each message at once, for the
+			-- messages of its target after it in the batch.
+			if where == 'ready' and behind(route, target, id) then
+				score = fmt(WAIT + tonumber(score))
+			end
+			redis.call('ZADD', P .. 'tgt:' .. route .. '|' .. target, '0', id)
+		end
+		if where == 'ready' then
+			zadd(P .. 'lq:' .. rl, score, id)
+		else
+			zadd(P .. 'delayed', score, id)
+			zadd(P .. 'ld:' .. rl, score, id)
+		end
+		touched[rl] = num(created)
+	end
+	if ARGV[o + 6] ~= '0' then
+		zadd(P .. 'expiry', ARGV[o + 6], id)
+	end
+	if corr then
+		zadd(P .. 'corr:' .. corr, '0', id)
+	end
+	if idem then
+		redis.call('HSET', P .. 'idem', pr .. '|' .. idem, id)
+	end
+	if sd then
+		zadd(P .. 'sd:' .. sd, '0', id)
+	end
+	return 1
+end
+
+-- created writes what the call's creates left to write.
+local function created()
+	flush()
+	if #newpairs > 0 then
+		redis.call('SADD', P .. 'pairs', unpack(newpairs))
+	end
+end
+
+-- enddeliveries ends the active deliveries of sd:<rg>, a room's route and
+-- a subscription (see Store.DeleteSubscription): those waiting CANCELLED,
+-- telling subscribers csubs, those in flight DELIVERY_FAILED, telling
+-- fsubs, at at with reason. It returns how many it ended.
+local function enddeliveries(rg, at, reason, csubs, fsubs)
+	local n = 0
+	for _, id in ipairs(redis.call('ZRANGE', P .. 'sd:' .. rg, 0, -1)) do
+		local m = load(id)
+		if m and waiting(m.st) then
+			move(m, 'CANCELLED', at, reason, 0, 0, 0, '', '', '0', csubs)
+			n = n + 1
+		elseif m and active(m.st) then
+			move(m, 'DELIVERY_FAILED', at, reason, 0, 0, 0, '', reason, '0', fsubs)
+			n = n + 1
+		end
+	end
+	redis.call('DEL', P .. 'sd:' .. rg, P .. 'pq:' .. rg)
+	return n
+end
+
 -- INFIELDS are the fields of an inbox event's hash that inrow returns, in
 -- order after its id.
 local INFIELDS = { 'route', 'kind', 'ext', 'corr', 'ack', 'perm', 'reason', 'dev', 'up', 'at' }
@@ -731,4 +920,5 @@ local function enter(keys, args)
 	ARGV, P = args, keys[1]
 	zpend, cpend = nil, nil
 	rules, touched, ended = {}, {}, {}
+	zadds, newpairs, pairkeys = {}, {}, {}
 end

@@ -1,7 +1,14 @@
 -- prune.lua is Store.Prune. ARGV: before, limit. It returns how many
--- terminal messages it deleted.
+-- terminal messages and room events it deleted.
 local ids = redis.call('ZRANGEBYSCORE', P .. 'done', '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 for _, id in ipairs(ids) do
 	delete(load(id, true))
 end
-return #ids
+local evs = redis.call('ZRANGEBYSCORE', P .. 'evts', '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(evs) do
+	redis.call('DEL', P .. 'evt:' .. id)
+end
+if #evs > 0 then
+	redis.call('ZREM', P .. 'evts', unpack(evs))
+end
+return #ids + #evs

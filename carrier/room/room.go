@@ -1,0 +1,154 @@
+// Package room is the carrier of the rooms' push deliveries: it serves the
+// prefix route herald.RoomRoutePrefix and POSTs each delivery to its
+// subscription's URL through the webhook carrier, as the JSON
+// herald.DeliveryView, signed in the Standard Webhooks form with the
+// subscription's secret when it names one. A 2xx answer delivers it;
+// what the webhook carrier retries, the engine retries with the
+// delivery's own backoff.
+package room
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/webhook"
+	"github.com/heraldmq/herald/internal/httpsend"
+	"github.com/heraldmq/herald/stdwebhook"
+)
+
+// Subscriptions finds a subscription by id; a herald.Store does.
+type Subscriptions interface {
+	Subscription(ctx context.Context, id string) (*herald.Subscription, error)
+}
+
+// Config configures a Carrier.
+type Config struct {
+	// Subscriptions finds the subscription of each delivery. Required.
+	Subscriptions Subscriptions
+	// Secret returns the signing key held by the environment variable
+	// name. Defaults to Env.
+	Secret func(name string) ([]byte, error)
+	// Client sends the requests. Defaults to httpsend.NewClient().
+	Client *http.Client
+	// Now tells the time for signature timestamps. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Env returns the signing key held by the environment variable name, as
+// stdwebhook.ParseSecret reads it; an unset variable is an error.
+func Env(name string) ([]byte, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return nil, fmt.Errorf("environment variable %s is not set", name)
+	}
+	return stdwebhook.ParseSecret(v)
+}
+
+// maxCached bounds the subscriptions a Carrier keeps: it forgets them all
+// when it would keep more.
+const maxCached = 10000
+
+// Carrier sends the push deliveries of rooms. It is safe for concurrent
+// use.
+type Carrier struct {
+	subs   Subscriptions
+	secret func(string) ([]byte, error)
+	client *http.Client
+	now    func() time.Time
+
+	mu    sync.Mutex
+	hooks map[string]*webhook.Carrier // by subscription id; a subscription never changes
+}
+
+var _ herald.Carrier = (*Carrier)(nil)
+
+// New returns a Carrier for c.
+func New(c Config) (*Carrier, error) {
+	if c.Subscriptions == nil {
+		return nil, errors.New("room: Config.Subscriptions is required")
+	}
+	cr := &Carrier{subs: c.Subscriptions, secret: c.Secret, client: c.Client, now: c.Now, hooks: make(map[string]*webhook.Carrier)}
+	if cr.secret == nil {
+		cr.secret = Env
+	}
+	if cr.client == nil {
+		cr.client = httpsend.NewClient()
+	}
+	if cr.now == nil {
+		cr.now = time.Now
+	}
+	return cr, nil
+}
+
+// Path returns herald.PathDirect: an accepted POST is a delivery.
+func (c *Carrier) Path() herald.Path { return herald.PathDirect }
+
+// Validate accepts every message: the engine makes the deliveries itself.
+func (c *Carrier) Validate(*herald.Message) error { return nil }
+
+// Send POSTs m, a delivery, to its subscription (its target). A
+// subscription that is gone, or that is not a push subscription, fails
+// it at once.
+func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	hook, err := c.hook(ctx, m.Target)
+	if err != nil {
+		return herald.SendResult{}, err
+	}
+	body, err := json.Marshal(m.DeliveryView())
+	if err != nil {
+		return herald.SendResult{}, herald.Permanent(fmt.Errorf("room: delivery %s: %w", m.ID, err))
+	}
+	post := *m
+	post.Payload, post.Text, post.Params = body, "", nil
+	return hook.Send(ctx, &post)
+}
+
+// hook returns the webhook carrier of subscription id.
+func (c *Carrier) hook(ctx context.Context, id string) (*webhook.Carrier, error) {
+	c.mu.Lock()
+	hook := c.hooks[id]
+	c.mu.Unlock()
+	if hook != nil {
+		return hook, nil
+	}
+	sub, err := c.subs.Subscription(ctx, id)
+	switch {
+	case errors.Is(err, herald.ErrNotFound):
+		return nil, herald.Permanent(fmt.Errorf("room: subscription %s deleted", id))
+	case err != nil:
+		return nil, fmt.Errorf("room: subscription %s: %w", id, err)
+	case sub.Type != herald.SubscriptionPush:
+		return nil, herald.Permanent(fmt.Errorf("room: subscription %s is %s, not push", id, sub.Type))
+	}
+	var secret []byte
+	if sub.SecretEnv != "" {
+		if secret, err = c.secret(sub.SecretEnv); err != nil {
+			return nil, herald.Permanent(fmt.Errorf("room: subscription %s: secret_env: %w", id, err))
+		}
+	}
+	hook, err = webhook.New(webhook.Config{URL: sub.URL, Secret: secret, Client: c.client, Now: c.now,
+		Headers: map[string]string{"Content-Type": "application/json"}})
+	if err != nil {
+		return nil, herald.Permanent(fmt.Errorf("room: subscription %s: %w", id, err))
+	}
+	c.mu.Lock()
+	if len(c.hooks) >= maxCached {
+		clear(c.hooks)
+	}
+	c.hooks[id] = hook
+	c.mu.Unlock()
+	return hook, nil
+}
+
+// Close closes the idle connections of the carrier's client.
+func (c *Carrier) Close() error {
+	c.client.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,91 @@
+package room
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/stdwebhook"
+)
+
+// subs is a fixed set of subscriptions.
+type subs map[string]*herald.Subscription
+
+func (s subs) Subscription(_ context.Context, id string) (*herald.Subscription, error) {
+	if sub, ok := s[id]; ok {
+		return sub, nil
+	}
+	return nil, herald.ErrNotFound
+}
+
+// TestSend posts a delivery as its subscriber gets it: the JSON body, its
+// content type, the Standard Webhooks signature with the subscription's
+// secret; a subscription that is gone or pulls fails the delivery for good.
+func TestSend(t *testing.T) {
+	var got struct {
+		header http.Header
+		body   []byte
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.header, got.body = r.Header.Clone(), must(io.ReadAll(r.Body))
+	}))
+	defer srv.Close()
+	secrets := map[string]string{"SIGNING": "whsec_a2V5"}
+	c, err := New(Config{
+		Subscriptions: subs{
+			"s1": {ID: "s1", Type: herald.SubscriptionPush, URL: srv.URL + "/hook", SecretEnv: "SIGNING"},
+			"s2": {ID: "s2", Type: herald.SubscriptionPull},
+			"s3": {ID: "s3", Type: herald.SubscriptionPush, URL: srv.URL, SecretEnv: "UNSET"},
+		},
+		Secret: func(name string) ([]byte, error) {
+			v, ok := secrets[name]
+			if !ok {
+				return nil, errors.New("unset")
+			}
+			return stdwebhook.ParseSecret(v)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &herald.Message{ID: "m1", Route: "room:orders", Target: "s1", Attempt: 3, Text: `{"n":1}`, CorrelationID: "c1",
+		Params: map[string]string{"event_id": "e1", "type": "order.created", "version": "2"}}
+	if _, err := c.Send(t.Context(), m); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	var body herald.DeliveryView
+	if err := json.Unmarshal(got.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := herald.DeliveryView{ID: "m1", EventID: "e1", Room: "orders", Type: "order.created", Version: "2",
+		Data: json.RawMessage(`{"n":1}`), CorrelationID: "c1", Attempt: 2}
+	if string(must(json.Marshal(body))) != string(must(json.Marshal(want))) {
+		t.Errorf("body %s, want %+v", got.body, want)
+	}
+	if ct := got.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if err := stdwebhook.Verify([]byte("key"), got.header, got.body, time.Now(), time.Minute); err != nil || got.header.Get("webhook-id") != "m1" {
+		t.Errorf("signature: %v (id %q)", err, got.header.Get("webhook-id"))
+	}
+	for _, target := range []string{"gone", "s2", "s3"} {
+		m.Target = target
+		var perm *herald.PermanentError
+		if _, err := c.Send(t.Context(), m); !errors.As(err, &perm) {
+			t.Errorf("Send to %s: %v, want a permanent error", target, err)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

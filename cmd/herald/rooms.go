@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/room"
+	"github.com/heraldmq/herald/config"
+)
+
+// roomsRoute returns the route of the rooms' deliveries on store, and the
+// check of a push subscription's secret_env: the variable must hold a
+// secret, and must not be one that the config names for the server's own
+// (an API key, a carrier's token, a route's or a subscriber's signing
+// secret), which a tenant could otherwise sign its own requests with.
+func roomsRoute(store herald.Store, f *config.File) (herald.Route, func(name string) error, error) {
+	own := f.EnvNames()
+	secret := func(name string) ([]byte, error) {
+		if _, found := slices.BinarySearch(own, name); found {
+			return nil, fmt.Errorf("%s holds a secret of the server's own configuration", name)
+		}
+		return room.Env(name)
+	}
+	c, err := room.New(room.Config{Subscriptions: store, Secret: secret})
+	if err != nil {
+		return herald.Route{}, nil, err
+	}
+	policy, err := herald.ProfilePolicy(herald.ProfileRoom)
+	if err != nil {
+		return herald.Route{}, nil, err
+	}
+	check := func(name string) error {
+		_, err := secret(name)
+		return err
+	}
+	return herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: c, Policy: policy}, check, nil
+}
+
+// deliveryFlags are the flags of a room's or a subscription's delivery
+// policy; a flag not given is left out of the request.
+type deliveryFlags struct {
+	delay      time.Duration
+	multiplier float64
+	attempts   int
+}
+
+func (d *deliveryFlags) add(cmd *cobra.Command, whose string) {
+	f := cmd.Flags()
+	f.DurationVar(&d.delay, "delay", 0, "wait before the first redelivery"+whose)
+	f.Float64Var(&d.multiplier, "multiplier", 0, "growth of the wait per redelivery: delay × multiplier^attempt"+whose)
+	f.IntVar(&d.attempts, "attempts", 0, "redeliveries after the first send; 0 sends once"+whose)
+}
+
+// body returns the "delivery" of the request, nil when no flag was given.
+func (d *deliveryFlags) body(cmd *cobra.Command) map[string]any {
+	b := map[string]any{}
+	if cmd.Flags().Changed("delay") {
+		b["delay"] = d.delay.String()
+	}
+	if cmd.Flags().Changed("multiplier") {
+		b["multiplier"] = d.multiplier
+	}
+	if cmd.Flags().Changed("attempts") {
+		b["attempts"] = d.attempts
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func roomsCommand() *cobra.Command {
+	rooms := &cobra.Command{Use: "rooms", Short: "List, create or delete rooms"}
+	var lc, cc, rc apiClient
+	var expiration time.Duration
+	var delivery deliveryFlags
+	list := &cobra.Command{
+		Use: "ls", Short: "List the rooms", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lc.do(cmd.OutOrStdout(), http.MethodGet, "/v1/rooms", nil)
+		},
+	}
+	create := &cobra.Command{
+		Use: "create NAME [--expiration D] [--delay D] [--multiplier M] [--attempts N]", Short: "Create a room", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"name": args[0], "expiration": expiration.String()}
+			if d := delivery.body(cmd); d != nil {
+				body["delivery"] = d
+			}
+			return cc.do(cmd.OutOrStdout(), http.MethodPost, "/v1/rooms", body)
+		},
+	}
+	create.Flags().DurationVar(&expiration, "expiration", 0, "a delivery's life from its event's publication, whatever its subscription; 0 is never")
+	delivery.add(create, "")
+	rm := &cobra.Command{
+		Use: "rm NAME", Short: "Delete a room with its subscriptions; their pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return rc.do(cmd.OutOrStdout(), http.MethodDelete, "/v1/rooms/"+url.PathEscape(args[0]), nil)
+		},
+	}
+	for _, c := range []struct {
+		cmd *cobra.Command
+		cl  *apiClient
+	}{{list, &lc}, {create, &cc}, {rm, &rc}} {
+		addClientFlags(c.cmd, c.cl)
+	}
+	rooms.AddCommand(list, create, rm)
+	return rooms
+}
+
+func subsCommand() *cobra.Command {
+	subs := &cobra.Command{Use: "subs", Short: "List, create or delete a room's subscriptions"}
+	var lc, cc, rc apiClient
+	var typ, hookURL, secretEnv string
+	var eventTypes []string
+	var delivery deliveryFlags
+	list := &cobra.Command{
+		Use: "ls ROOM", Short: "List a room's subscriptions", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return lc.do(cmd.OutOrStdout(), http.MethodGet, "/v1/rooms/"+url.PathEscape(args[0])+"/subscriptions", nil)
+		},
+	}
+	create := &cobra.Command{
+		Use:   "create ROOM --type push --url URL [--secret-env NAME] | --type pull; [--event-type TYPE[:VERSION]]... [--delay D] [--multiplier M] [--attempts N]",
+		Short: "Subscribe to a room's events", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"type": typ}
+			if hookURL != "" {
+				body["url"] = hookURL
+			}
+			if secretEnv != "" {
+				body["secret_env"] = secretEnv
+			}
+			if len(eventTypes) > 0 {
+				var types []map[string]string
+				for _, et := range eventTypes {
+					t, v, _ := strings.Cut(et, ":")
+					types = append(types, map[string]string{"type": t, "version": v})
+				}
+				body["event_types"] = types
+			}
+			if d := delivery.body(cmd); d != nil {
+				body["delivery"] = d
+			}
+			return cc.do(cmd.OutOrStdout(), http.MethodPost, "/v1/rooms/"+url.PathEscape(args[0])+"/subscriptions", body)
+		},
+	}
+	f := create.Flags()
+	f.StringVar(&typ, "type", "", "push (herald POSTs each delivery) or pull (herald pull SUB fetches them)")
+	f.StringVar(&hookURL, "url", "", "push: where the deliveries are POSTed")
+	f.StringVar(&secretEnv, "secret-env", "", "push: the server's environment variable that holds the signing secret")
+	f.StringArrayVar(&eventTypes, "event-type", nil, "take only events of this TYPE[:VERSION] (repeatable; none takes every event)")
+	delivery.add(create, " (default: the room's)")
+	_ = create.MarkFlagRequired("type")
+	rm := &cobra.Command{
+		Use: "rm ID", Short: "Delete a subscription; its pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return rc.do(cmd.OutOrStdout(), http.MethodDelete, "/v1/subscriptions/"+url.PathEscape(args[0]), nil)
+		},
+	}
+	for _, c := range []struct {
+		cmd *cobra.Command
+		cl  *apiClient
+	}{{list, &lc}, {create, &cc}, {rm, &rc}} {
+		addClientFlags(c.cmd, c.cl)
+	}
+	subs.AddCommand(list, create, rm)
+	return subs
+}
+
+func publishCommand() *cobra.Command {
+	var c apiClient
+	var data, version, correlation string
+	cmd := &cobra.Command{
+		Use:   "publish ROOM TYPE [--data JSON] [--version V] [--correlation-id ID]",
+		Short: "Publish an event to a room: one delivery per subscription that takes it",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"type": args[1]}
+			if data != "" {
+				if !json.Valid([]byte(data)) {
+					return fmt.Errorf("--data: not JSON")
+				}
+				body["data"] = json.RawMessage(data)
+			}
+			if version != "" {
+				body["version"] = version
+			}
+			if correlation != "" {
+				body["correlation_id"] = correlation
+			}
+			return c.do(cmd.OutOrStdout(), http.MethodPost, "/v1/rooms/"+url.PathEscape(args[0])+"/events", body)
+		},
+	}
+	addClientFlags(cmd, &c)
+	cmd.Flags().StringVar(&data, "data", "", "the event's data, JSON")
+	cmd.Flags().StringVar(&version, "version", "", "the event type's version")
+	cmd.Flags().StringVar(&correlation, "correlation-id", "", "your own id; its deliveries are listed by it")
+	return cmd
+}
+
+func pullCommand() *cobra.Command {
+	var c apiClient
+	var max int
+	var lease time.Duration
+	var ack bool
+	cmd := &cobra.Command{
+		Use:   "pull SUB [--max N] [--lease D] [--ack]",
+		Short: "Lease the waiting deliveries of a pull subscription and print them",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "/v1/subscriptions/" + url.PathEscape(args[0])
+			body := map[string]any{"max": max, "lease": lease.String()}
+			var out bytes.Buffer
+			if err := c.do(&out, http.MethodPost, path+"/pull", body); err != nil {
+				return err
+			}
+			if _, err := cmd.OutOrStdout().Write(out.Bytes()); err != nil || !ack {
+				return err
+			}
+			var pulled struct {
+				Deliveries []struct{ ID string } `json:"deliveries"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &pulled); err != nil {
+				return err
+			}
+			ids := make([]string, len(pulled.Deliveries))
+			for i, d := range pulled.Deliveries {
+				ids[i] = d.ID
+			}
+			return c.do(cmd.OutOrStdout(), http.MethodPost, path+"/ack", map[string]any{"ids": ids})
+		},
+	}
+	addClientFlags(cmd, &c)
+	cmd.Flags().IntVar(&max, "max", herald.DefaultPull, "lease at most this many")
+	cmd.Flags().DurationVar(&lease, "lease", herald.DefaultLease, "until an unacknowledged delivery comes back")
+	cmd.Flags().BoolVar(&ack, "ack", false, "acknowledge what was pulled once printed")
+	return cmd
+}

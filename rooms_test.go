@@ -1,0 +1,464 @@
+package herald_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/room"
+	"github.com/heraldmq/herald/stdwebhook"
+)
+
+// roomRig is a rig whose engine serves rooms: the prefix route of the
+// rooms' deliveries, with the room carrier, and no other route.
+func roomRig(t *testing.T) *rig {
+	t.Helper()
+	return newRigWith(t, func(c *herald.Config) { c.Routes = append(c.Routes, roomRoute(t, c.Store)) }, nil)
+}
+
+// roomRoute is the route of the rooms' deliveries on store.
+func roomRoute(t *testing.T, store herald.Store) herald.Route {
+	t.Helper()
+	c, err := room.New(room.Config{Subscriptions: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := herald.ProfilePolicy(herald.ProfileRoom)
+	return herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: c, Policy: p}
+}
+
+func (r *rig) createRoom(req herald.RoomRequest) *herald.Room {
+	r.t.Helper()
+	rm, err := r.eng.CreateRoom(context.Background(), "acme", req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return rm
+}
+
+func (r *rig) subscribe(room string, req herald.SubscriptionRequest) *herald.Subscription {
+	r.t.Helper()
+	s, err := r.eng.CreateSubscription(context.Background(), "acme", room, req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+func (r *rig) publish(room string, req herald.PublishRequest) *herald.RoomEvent {
+	r.t.Helper()
+	ev, err := r.eng.Publish(context.Background(), "acme", room, req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return ev
+}
+
+func (r *rig) pull(sub string, max int, lease time.Duration) []*herald.Message {
+	r.t.Helper()
+	msgs, err := r.eng.Pull(context.Background(), "acme", sub, max, lease)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return msgs
+}
+
+// delivery is the delivery of ev to subscription sub.
+func delivery(t *testing.T, ev *herald.RoomEvent, sub string) string {
+	t.Helper()
+	for _, d := range ev.Deliveries {
+		if d.SubscriptionID == sub {
+			return d.MessageID
+		}
+	}
+	t.Fatalf("event %s has no delivery to %s", ev.ID, sub)
+	return ""
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestRoomFanOut publishes to a room of three subscriptions, two of which
+// take the event's type and version: exactly two deliveries, each a
+// message of the room's route with its own timeline, found by the
+// event's correlation id; the third subscription gets none.
+func TestRoomFanOut(t *testing.T) {
+	r := roomRig(t)
+	r.start()
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	pull := func(types ...herald.EventType) *herald.Subscription {
+		return r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull, EventTypes: types})
+	}
+	exact := pull(herald.EventType{Type: "order.created", Version: "1"})
+	anyVersion := pull(herald.EventType{Type: "order.paid", Version: "1"}, herald.EventType{Type: "order.created"})
+	neither := pull(herald.EventType{Type: "order.created", Version: "2"}, herald.EventType{Type: "order.paid", Version: "1"})
+
+	ev := r.publish("orders", herald.PublishRequest{Type: "order.created", Version: "1", CorrelationID: "c-1", Data: json.RawMessage(`{"order":7}`)})
+	r.settle()
+	var subs []string
+	for _, d := range ev.Deliveries {
+		subs = append(subs, d.SubscriptionID)
+	}
+	if want := []string{exact.ID, anyVersion.ID}; !slices.Equal(subs, want) {
+		t.Fatalf("deliveries to %v, want %v (not %s)", subs, want, neither.ID)
+	}
+	msgs, _, err := r.eng.List(context.Background(), "acme", herald.Query{CorrelationID: "c-1"})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("messages of correlation c-1: %d %v, want 2", len(msgs), err)
+	}
+	for _, d := range ev.Deliveries {
+		m := r.get(d.MessageID)
+		if m.Route != "room:orders" || m.Target != d.SubscriptionID || m.Status != herald.StatusQueued || m.Text != `{"order":7}` ||
+			m.Params["event_id"] != ev.ID || m.Params["type"] != "order.created" || m.Params["version"] != "1" || len(m.Timeline) != 1 {
+			t.Errorf("delivery %s: %+v", d.MessageID, m)
+		}
+	}
+	if x, err := r.eng.Explain(context.Background(), "acme", ev.Deliveries[0].MessageID); err != nil || x.Reason != "awaiting_carrier" {
+		t.Errorf("explain of a pull delivery: %+v %v, want awaiting_carrier (its subscriber)", x, err)
+	}
+	if got, _, _ := r.eng.List(context.Background(), "acme", herald.Query{Target: neither.ID}); len(got) != 0 {
+		t.Errorf("the third subscription has %d deliveries, want none", len(got))
+	}
+	stored, err := r.eng.RoomEvent(context.Background(), "acme", ev.ID)
+	if err != nil || !slices.Equal(stored.Deliveries, ev.Deliveries) {
+		t.Errorf("RoomEvent: %+v %v, want the deliveries made", stored, err)
+	}
+}
+
+// hookSink is a push endpoint that fails every request and records when
+// each came, on the rig's clock, by subscription.
+type hookSink struct {
+	r      *rig
+	status int
+	mu     sync.Mutex
+	got    map[string][]received // by X-Herald-Target
+}
+
+type received struct {
+	at     time.Duration // since t0
+	body   herald.DeliveryView
+	header http.Header
+	raw    []byte
+}
+
+func newHookSink(t *testing.T, r *rig, status int) (*hookSink, string) {
+	s := &hookSink{r: r, status: status, got: map[string][]received{}}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, srv.URL
+}
+
+func (s *hookSink) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	raw, _ := io.ReadAll(req.Body)
+	var body herald.DeliveryView
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	sub := req.Header.Get("X-Herald-Target")
+	s.got[sub] = append(s.got[sub], received{at: s.r.clock.Now().Sub(t0), body: body, header: req.Header.Clone(), raw: raw})
+	s.mu.Unlock()
+	w.WriteHeader(s.status)
+}
+
+func (s *hookSink) of(sub string) []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got[sub])
+}
+
+// TestRoomBackoff pushes to an endpoint that always fails, for a room of
+// delay 1 s, multiplier 2 and 4 redeliveries, and for a subscription of it
+// that overrides the multiplier to 3: on the fake clock, the sends come at
+// delay × multiplier^attempt after each other, as each formula says, with
+// the same delivery id and the attempt counting up, signed with the
+// subscription's secret; then the delivery is a dead letter.
+func TestRoomBackoff(t *testing.T) {
+	t.Setenv("ROOM_TEST_SECRET", "whsec_c2VjcmV0LWtleQ==")
+	r := roomRig(t)
+	sink, url := newHookSink(t, r, http.StatusServiceUnavailable)
+	r.start()
+	r.createRoom(herald.RoomRequest{Name: "orders", Delivery: herald.DeliveryOverrides{Delay: ptr(time.Second), Multiplier: ptr(2.0), Attempts: ptr(4)}})
+	double := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: url, SecretEnv: "ROOM_TEST_SECRET"})
+	triple := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: url, Delivery: herald.DeliveryOverrides{Multiplier: ptr(3.0)}})
+	ev := r.publish("orders", herald.PublishRequest{Type: "order.created", Data: json.RawMessage(`{"n":1}`)})
+	for range 45 {
+		r.advance(time.Second)
+	}
+	for _, c := range []struct {
+		sub  *herald.Subscription
+		want []time.Duration
+	}{
+		{double, []time.Duration{0, 1 * time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second}},  // +1, +2, +4, +8
+		{triple, []time.Duration{0, 1 * time.Second, 4 * time.Second, 13 * time.Second, 40 * time.Second}}, // +1, +3, +9, +27
+	} {
+		got := sink.of(c.sub.ID)
+		var times []time.Duration
+		for i, g := range got {
+			times = append(times, g.at)
+			if g.body.ID != delivery(t, ev, c.sub.ID) || g.body.EventID != ev.ID || g.body.Room != "orders" || g.body.Attempt != i ||
+				string(g.body.Data) != `{"n":1}` || g.body.Type != "order.created" {
+				t.Errorf("%s send %d: %+v", c.sub.ID, i, g.body)
+			}
+			signed := stdwebhook.Verify([]byte("secret-key"), g.header, g.raw, time.Now(), time.Hour) == nil
+			if signed != (c.sub == double) {
+				t.Errorf("%s send %d: signed with the subscription's secret = %v", c.sub.ID, i, signed)
+			}
+		}
+		if !slices.Equal(times, c.want) {
+			t.Errorf("subscription %s: sends at %v, want %v", c.sub.ID, times, c.want)
+		}
+		m := r.get(delivery(t, ev, c.sub.ID))
+		if m.Status != herald.StatusDeliveryFailed || m.Attempt != 5 || m.MaxAttempts != 5 {
+			t.Errorf("delivery %s: %s after %d of %d attempts, want DELIVERY_FAILED after 5 of 5", m.ID, m.Status, m.Attempt, m.MaxAttempts)
+		}
+	}
+}
+
+// TestRoomAttemptsZero: a subscription with attempts 0 sends a failing
+// push once, and never again.
+func TestRoomAttemptsZero(t *testing.T) {
+	r := roomRig(t)
+	sink, url := newHookSink(t, r, http.StatusInternalServerError)
+	r.start()
+	r.createRoom(herald.RoomRequest{Name: "orders", Delivery: herald.DeliveryOverrides{Attempts: ptr(3)}})
+	once := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: url, Delivery: herald.DeliveryOverrides{Attempts: ptr(0)}})
+	ev := r.publish("orders", herald.PublishRequest{Type: "t"})
+	r.settle()
+	for range 10 {
+		r.advance(time.Hour)
+	}
+	if got := sink.of(once.ID); len(got) != 1 {
+		t.Errorf("%d sends, want 1", len(got))
+	}
+	m := r.get(delivery(t, ev, once.ID))
+	if m.Status != herald.StatusDeliveryFailed || m.Attempt != 1 || m.MaxAttempts != 1 {
+		t.Errorf("delivery: %s after %d of %d attempts, want DELIVERY_FAILED after 1 of 1", m.Status, m.Attempt, m.MaxAttempts)
+	}
+}
+
+// TestRoomExpiry: a room whose deliveries expire after 10 s. A pull
+// subscription that never pulls finds nothing to pull after it, and the
+// delivery ended DELIVERY_FAILED "expired"; a push subscription whose
+// endpoint fails (a redelivery every 4 s) is not pushed again after it.
+func TestRoomExpiry(t *testing.T) {
+	r := roomRig(t)
+	sink, url := newHookSink(t, r, http.StatusServiceUnavailable)
+	r.start()
+	r.createRoom(herald.RoomRequest{Name: "orders", Expiration: 10 * time.Second,
+		Delivery: herald.DeliveryOverrides{Delay: ptr(4 * time.Second), Multiplier: ptr(1.0), Attempts: ptr(100)}})
+	pull := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	push := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: url})
+	ev := r.publish("orders", herald.PublishRequest{Type: "t"})
+	for _, d := range []time.Duration{4 * time.Second, 4 * time.Second, 1999 * time.Millisecond} {
+		r.advance(d)
+	}
+	if m := r.get(delivery(t, ev, pull.ID)); m.Status != herald.StatusQueued {
+		t.Fatalf("before the expiration: %s, want QUEUED", m.Status)
+	}
+	r.advance(time.Millisecond)
+	if got := r.pull(pull.ID, 10, time.Minute); len(got) != 0 {
+		t.Errorf("pulled %d after the expiration, want none", len(got))
+	}
+	for _, sub := range []string{pull.ID, push.ID} {
+		m := r.get(delivery(t, ev, sub))
+		if last := m.Timeline[len(m.Timeline)-1]; m.Status != herald.StatusDeliveryFailed || last.Reason != "expired" {
+			t.Errorf("delivery to %s: %s %q, want DELIVERY_FAILED \"expired\"", sub, m.Status, last.Reason)
+		}
+	}
+	r.advance(time.Minute)
+	var times []time.Duration
+	for _, g := range sink.of(push.ID) {
+		times = append(times, g.at)
+	}
+	if want := []time.Duration{0, 4 * time.Second, 8 * time.Second}; !slices.Equal(times, want) {
+		t.Errorf("pushes at %v, want %v (none after the expiration)", times, want)
+	}
+}
+
+// TestRoomPull leases, acknowledges and hands back deliveries of a pull
+// subscription, and lets a lease run out: no delivery is leased twice at
+// once, a handed-back or expired one comes back after the subscription's
+// backoff, and an acknowledged one ends DELIVERY_SUCCESSFUL.
+func TestRoomPull(t *testing.T) {
+	r := roomRig(t)
+	r.start()
+	ctx := context.Background()
+	r.createRoom(herald.RoomRequest{Name: "orders", Delivery: herald.DeliveryOverrides{Delay: ptr(time.Second), Multiplier: ptr(2.0), Attempts: ptr(3)}})
+	sub := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	var evs []*herald.RoomEvent
+	for range 3 {
+		evs = append(evs, r.publish("orders", herald.PublishRequest{Type: "t", Data: json.RawMessage(`1`)}))
+	}
+	acked, nacked, expired := delivery(t, evs[0], sub.ID), delivery(t, evs[1], sub.ID), delivery(t, evs[2], sub.ID)
+	r.settle()
+
+	first := r.pull(sub.ID, 2, 30*time.Second)
+	if got := ids(first); !slices.Equal(got, []string{acked, nacked}) {
+		t.Fatalf("first pull: %v, want the two oldest", got)
+	}
+	if v := first[0].DeliveryView(); v.Attempt != 0 || v.EventID != evs[0].ID || string(v.Data) != "1" {
+		t.Errorf("first pull's view: %+v", v)
+	}
+	if got := ids(r.pull(sub.ID, 10, 30*time.Second)); !slices.Equal(got, []string{expired}) {
+		t.Fatalf("second pull: %v, want the third only", got)
+	}
+	if got := r.pull(sub.ID, 10, 30*time.Second); len(got) != 0 {
+		t.Fatalf("third pull: %v, want none: all are leased", ids(got))
+	}
+
+	if n, err := r.eng.Ack(ctx, "acme", sub.ID, []string{acked, "no-such-id"}); err != nil || n != 1 {
+		t.Fatalf("ack: %d %v, want 1", n, err)
+	}
+	if n, _ := r.eng.Ack(ctx, "acme", sub.ID, []string{acked}); n != 0 {
+		t.Errorf("second ack of the same delivery: %d, want 0", n)
+	}
+	if n, err := r.eng.Ack(ctx, "other", sub.ID, []string{nacked}); !errors.Is(err, herald.ErrNotFound) || n != 0 {
+		t.Errorf("ack by another tenant: %d %v, want ErrNotFound", n, err)
+	}
+	m := r.get(acked)
+	checkTimeline(t, m, []step{{"", herald.StatusQueued, 0}, {herald.StatusQueued, herald.StatusSentToNS, 1}, {herald.StatusSentToNS, herald.StatusDeliverySuccessful, 1}})
+	if m.Timeline[1].Reason != "leased to a puller" || m.Timeline[2].Reason != "acknowledged by the subscriber" {
+		t.Errorf("timeline reasons %q, %q", m.Timeline[1].Reason, m.Timeline[2].Reason)
+	}
+
+	if n, err := r.eng.Nack(ctx, "acme", sub.ID, []string{nacked}); err != nil || n != 1 {
+		t.Fatalf("nack: %d %v, want 1", n, err)
+	}
+	r.advance(999 * time.Millisecond)
+	if got := r.pull(sub.ID, 10, 30*time.Second); len(got) != 0 {
+		t.Fatalf("pull within the nack's backoff: %v, want none", ids(got))
+	}
+	r.advance(time.Millisecond) // delay × 2^0
+	again := r.pull(sub.ID, 10, 30*time.Second)
+	if got := ids(again); !slices.Equal(got, []string{nacked}) {
+		t.Fatalf("pull after the nack's backoff: %v, want the nacked one", got)
+	}
+	if v := again[0].DeliveryView(); v.Attempt != 1 {
+		t.Errorf("the redelivery's attempt: %d, want 1", v.Attempt)
+	}
+
+	// The third's lease ran out 30 s after its pull: it comes back
+	// TO_RETRY, "lease expired", 1 s later.
+	r.advance(29 * time.Second)
+	if m := r.get(expired); m.Status != herald.StatusToRetry || m.Timeline[len(m.Timeline)-1].Reason != "lease expired" {
+		t.Fatalf("after its lease: %s %q, want TO_RETRY \"lease expired\"", m.Status, m.Timeline[len(m.Timeline)-1].Reason)
+	}
+	r.advance(time.Second)
+	if got := ids(r.pull(sub.ID, 10, time.Minute)); !slices.Contains(got, expired) {
+		t.Errorf("pull after the expired lease's backoff: %v, want %s back", got, expired)
+	}
+	if _, err := r.eng.Ack(ctx, "acme", sub.ID, []string{expired}); err != nil {
+		t.Fatal(err)
+	}
+	push := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: "http://127.0.0.1:9/"})
+	if _, err := r.eng.Pull(ctx, "acme", push.ID, 1, 0); !errors.Is(err, herald.ErrNotPull) {
+		t.Errorf("pull of a push subscription: %v, want ErrNotPull", err)
+	}
+}
+
+// TestRoomDeleteCancels deletes a subscription and then its room: their
+// waiting deliveries end CANCELLED "subscription deleted", a leased one
+// DELIVERY_FAILED; none can be replayed, and publishing to the deleted
+// room finds no room.
+func TestRoomDeleteCancels(t *testing.T) {
+	r := roomRig(t)
+	r.start()
+	ctx := context.Background()
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	a := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	b := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	e1 := r.publish("orders", herald.PublishRequest{Type: "t"})
+	e2 := r.publish("orders", herald.PublishRequest{Type: "t"})
+	r.pull(b.ID, 1, time.Minute)
+	if err := r.eng.DeleteSubscription(ctx, "acme", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []*herald.RoomEvent{e1, e2} {
+		m := r.get(delivery(t, ev, a.ID))
+		if m.Status != herald.StatusCancelled || m.Timeline[len(m.Timeline)-1].Reason != "subscription deleted" {
+			t.Errorf("a's delivery %s: %s, want CANCELLED \"subscription deleted\"", m.ID, m.Status)
+		}
+	}
+	if _, err := r.eng.Replay(ctx, "acme", delivery(t, e1, a.ID)); !errors.Is(err, herald.ErrNotReplayable) {
+		t.Errorf("replay of a deleted subscription's delivery: %v, want ErrNotReplayable", err)
+	}
+	if err := r.eng.DeleteRoom(ctx, "acme", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if m := r.get(delivery(t, e1, b.ID)); m.Status != herald.StatusDeliveryFailed {
+		t.Errorf("b's leased delivery: %s, want DELIVERY_FAILED", m.Status)
+	}
+	if m := r.get(delivery(t, e2, b.ID)); m.Status != herald.StatusCancelled {
+		t.Errorf("b's waiting delivery: %s, want CANCELLED", m.Status)
+	}
+	if _, err := r.eng.Publish(ctx, "acme", "orders", herald.PublishRequest{Type: "t"}); !errors.Is(err, herald.ErrNotFound) {
+		t.Errorf("publish to the deleted room: %v, want ErrNotFound", err)
+	}
+}
+
+// TestRoomPublishSeesNewSubscriptions: an engine that published to a room
+// keeps its subscriptions, but a subscription made since, by another
+// engine on the same store, changed the room's revision: the next publish
+// takes it too; and so does a room deleted and made again.
+func TestRoomPublishSeesNewSubscriptions(t *testing.T) {
+	r := roomRig(t)
+	other, err := herald.New(herald.Config{Store: r.store, Routes: []herald.Route{roomRoute(t, r.store)}, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	if ev := r.publish("orders", herald.PublishRequest{Type: "t"}); len(ev.Deliveries) != 1 {
+		t.Fatalf("first publish: %d deliveries, want 1", len(ev.Deliveries))
+	}
+	if _, err := other.CreateSubscription(context.Background(), "acme", "orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := r.publish("orders", herald.PublishRequest{Type: "t"}); len(ev.Deliveries) != 2 {
+		t.Errorf("publish after another engine's subscription: %d deliveries, want 2", len(ev.Deliveries))
+	}
+	// The other engine deletes the room and makes it again, with a
+	// subscription of its own: the first engine's room of the same name is
+	// another room.
+	ctx := context.Background()
+	if err := other.DeleteRoom(ctx, "acme", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CreateRoom(ctx, "acme", herald.RoomRequest{Name: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := other.CreateSubscription(ctx, "acme", "orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subs, _ := other.Subscriptions(ctx, "acme", "orders")
+	ev := r.publish("orders", herald.PublishRequest{Type: "t"})
+	if len(ev.Deliveries) != 2 || ev.Deliveries[0].SubscriptionID != subs[0].ID || ev.Deliveries[1].SubscriptionID != subs[1].ID {
+		t.Errorf("publish to the room made again: deliveries %+v, want to its own subscriptions", ev.Deliveries)
+	}
+}
+
+// TestRoomRoutesAreTheEngines: no message is sent to a room's route but
+// by a publish.
+func TestRoomRoutesAreTheEngines(t *testing.T) {
+	r := roomRig(t)
+	_, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "room:orders", Text: "x"})
+	if !errors.Is(err, herald.ErrUnknownRoute) {
+		t.Errorf("Send to a room's route: %v, want ErrUnknownRoute", err)
+	}
+}
+
+func ids(msgs []*herald.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ID
+	}
+	return out
+}
