@@ -48,7 +48,7 @@ func (e *Engine) Publish(ctx context.Context, tenant, room string, req PublishRe
 		if err != nil {
 			return nil, err
 		}
-		ev, msgs := e.fanOut(entry, req)
+		ev, msgs := e.fanOut(ctx, entry, req)
 		err = e.store.Publish(ctx, Publication{Event: *ev, Revision: entry.room.Revision, Deliveries: msgs})
 		switch {
 		case err == nil:
@@ -75,8 +75,8 @@ func (e *Engine) Publish(ctx context.Context, tenant, room string, req PublishRe
 }
 
 // fanOut returns the event that req makes in entry's room, with its
-// deliveries.
-func (e *Engine) fanOut(entry *roomEntry, req PublishRequest) (*RoomEvent, []*Message) {
+// deliveries, each in the trace of ctx (the publish request's) when traced.
+func (e *Engine) fanOut(ctx context.Context, entry *roomEntry, req PublishRequest) (*RoomEvent, []*Message) {
 	room := entry.room
 	now := e.clock.Now()
 	ev := &RoomEvent{ID: e.ids.next(now), Tenant: room.Tenant, Room: room.Name, Type: req.Type, Version: req.Version,
@@ -90,6 +90,7 @@ func (e *Engine) fanOut(entry *roomEntry, req PublishRequest) (*RoomEvent, []*Me
 	if room.Expiration > 0 {
 		m0.ExpiresAt = now.Add(room.Expiration)
 	}
+	e.traceSend(ctx, &m0)
 	var msgs []*Message
 	for i := range entry.subs {
 		s := &entry.subs[i]

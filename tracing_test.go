@@ -180,3 +180,24 @@ func TestNoTracerNoTraceParent(t *testing.T) {
 		t.Errorf("stored TraceParent %q, want none", got)
 	}
 }
+
+// TestRoomDeliveriesContinueThePublishersTrace: each delivery of a
+// published event keeps the trace context of the publish request, so its
+// pushes are in the publisher's trace.
+func TestRoomDeliveriesContinueThePublishersTrace(t *testing.T) {
+	tracer := &fakeTracer{}
+	r := newRigWith(t, func(c *herald.Config) {
+		c.Routes = append(c.Routes, roomRoute(t, c.Store))
+		c.Tracer = tracer
+	}, nil)
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	sub := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	ctx := context.WithValue(context.Background(), parentKey{}, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	ev, err := r.eng.Publish(ctx, "acme", "orders", herald.PublishRequest{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.get(delivery(t, ev, sub.ID)); m.TraceParent != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" {
+		t.Fatalf("delivery's trace context %q, want the publish request's", m.TraceParent)
+	}
+}
