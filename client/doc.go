@@ -19,6 +19,14 @@
 // Every method takes a context, which bounds the whole call, retries and
 // their waits included.
 //
+// # Rooms
+//
+// A room fans each event published to it (Publish) out to its
+// subscriptions (CreateSubscription), one delivery each: pushed to a push
+// subscription's URL by the server, leased by a pull subscriber with Pull
+// and settled with Ack or Nack. Each delivery is a message of route
+// "room:<name>": Get, List, Cancel and Replay work on it.
+//
 // # Errors
 //
 // An answer outside 2xx is returned as an *Error (wrapped; use errors.As)
@@ -33,8 +41,10 @@
 // did not answer: the request is tried again, at most Config.MaxRetries
 // times, after the wait the Retry-After header asks for or else an
 // exponential backoff with jitter, for as long as the context allows. Reads,
-// cancels, replays and purges are retried, as is a Send that carries an
+// cancels, replays, purges, deletions, CreateRoom (a repeat is 409
+// room_exists), Ack and Nack are retried, as is a Send that carries an
 // IdempotencyKey (a repeat returns the first message). A Send without one is
 // not: had its answer been lost after the message was stored, a retry would
-// queue the message twice. No other answer, and no network error, is retried.
+// queue the message twice; nor are CreateSubscription, Publish and Pull, for
+// the same reason. No other answer, and no network error, is retried.
 package client

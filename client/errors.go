@@ -28,7 +28,8 @@ const (
 	CodeUnauthorized = "unauthorized"
 	// CodeForbidden: a browser session may not do this (403).
 	CodeForbidden = "forbidden"
-	// CodeNotFound: no such message (of this tenant), or no such endpoint (404).
+	// CodeNotFound: no such message, room, subscription or event (of this
+	// tenant), or no such endpoint (404).
 	CodeNotFound = "not_found"
 	// CodeMethodNotAllowed: the path exists for other methods (405).
 	CodeMethodNotAllowed = "method_not_allowed"
@@ -36,6 +37,14 @@ const (
 	CodeNotCancellable = "not_cancellable"
 	// CodeNotReplayable: the message is not DELIVERY_FAILED or CANCELLED (409).
 	CodeNotReplayable = "not_replayable"
+	// CodeRoomExists: the tenant has a room of that name (409).
+	CodeRoomExists = "room_exists"
+	// CodeNotPull: the subscription pulled, acknowledged or handed back
+	// from is a push one (409).
+	CodeNotPull = "not_pull"
+	// CodeConflict: the room's subscriptions kept changing under a
+	// publish; try again (409).
+	CodeConflict = "conflict"
 	// CodeStoreUnavailable: the server's store did not answer; try again (503).
 	CodeStoreUnavailable = "store_unavailable"
 	// CodeInternal: the server failed (500).
@@ -109,8 +118,8 @@ func ErrorCode(err error) string {
 	return ""
 }
 
-// IsNotFound reports whether err is a 404 answer: no such message, or one of
-// another tenant.
+// IsNotFound reports whether err is a 404 answer: no such message, room,
+// subscription or event, or one of another tenant.
 func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
 
 // IsInvalid reports whether err is a 400 answer: bad input, of which
@@ -118,7 +127,8 @@ func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
 func IsInvalid(err error) bool { return hasStatus(err, http.StatusBadRequest) }
 
 // IsConflict reports whether err is a 409 answer: the message's status does
-// not allow the change (not_cancellable, not_replayable).
+// not allow the change (not_cancellable, not_replayable), the room exists
+// (room_exists), the subscription is not a pull one (not_pull).
 func IsConflict(err error) bool { return hasStatus(err, http.StatusConflict) }
 
 // IsUnauthorized reports whether err is a 401 answer: no key, or an unknown one.

@@ -12,12 +12,13 @@ import (
 	"github.com/heraldmq/herald/client"
 )
 
-// fault sits in front of the API: it counts the requests to /v1/messages
-// paths and answers the next fails of them itself, 503 store_unavailable
+// fault sits in front of the API: it counts the requests to the paths
+// under prefix (/v1/messages when empty) and answers the next fails of them itself, 503 store_unavailable
 // with the Retry-After header retryAfter (none when empty), as the API
 // does when its store does not answer. plain answers a proxy's text 503
 // instead.
 type fault struct {
+	prefix     string
 	mu         sync.Mutex
 	fails      int
 	retryAfter string
@@ -28,7 +29,11 @@ type fault struct {
 
 func (f *fault) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/v1/messages") {
+		prefix := f.prefix
+		if prefix == "" {
+			prefix = "/v1/messages"
+		}
+		if !strings.HasPrefix(r.URL.Path, prefix) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/room"
 	"github.com/heraldmq/herald/carrier/webhook"
 	"github.com/heraldmq/herald/httpapi"
 	"github.com/heraldmq/herald/store/sqlite"
@@ -37,7 +38,8 @@ const (
 
 // server is a herald server in this process: a real engine with a real
 // clock on a fresh SQLite store, its HTTP API on an httptest server, and
-// the webhook endpoint its routes deliver to.
+// the webhook endpoint its routes, and the rooms' push subscriptions,
+// deliver to.
 type server struct {
 	URL      string // the API's base address
 	api      *httptest.Server
@@ -81,6 +83,17 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 		}
 		routes = append(routes, herald.Route{Name: r.name, Carrier: c, Policy: r.policy})
 	}
+	// The rooms' deliveries: a push subscription to the endpoint is
+	// accepted (its target, the subscription's id, is no refusal).
+	rc, err := room.New(room.Config{Subscriptions: s.store})
+	if err != nil {
+		return nil, err
+	}
+	roomPolicy, err := herald.ProfilePolicy(herald.ProfileRoom)
+	if err != nil {
+		return nil, err
+	}
+	routes = append(routes, herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: rc, Policy: roomPolicy})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s.engine, err = herald.New(herald.Config{
 		Store: s.store, Routes: routes, Logger: logger,

@@ -45,9 +45,10 @@ func tenantOf(r *http.Request) string {
 	return t
 }
 
-// needsKey reports whether path is under /v1 and not the ingress.
+// needsKey reports whether path is under /v1 and neither the ingress nor
+// the OpenAPI document.
 func needsKey(path string) bool {
-	return (path == "/v1" || strings.HasPrefix(path, "/v1/")) && !strings.HasPrefix(path, "/v1/ingress/")
+	return (path == "/v1" || strings.HasPrefix(path, "/v1/")) && !strings.HasPrefix(path, "/v1/ingress/") && path != openAPIPath
 }
 
 // CSRFHeader is the header in which a request authenticated by a browser

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,9 +32,11 @@ func writeRequestError(w http.ResponseWriter, e *requestError) {
 }
 
 // decodeBody reads r's JSON body into v: at most MaxBodyBytes, exactly one
-// JSON value. An unknown top-level field is refused with its name (a typo
-// would otherwise be dropped without a word); a value of the wrong type
-// names its field. An empty body leaves v alone when emptyOK.
+// JSON value. An unknown field is refused with its name (a typo would
+// otherwise be dropped without a word), and so is a field named in another
+// case ("Route"), which encoding/json would take for its field; a value of
+// the wrong type names its field. An empty body leaves v alone when
+// emptyOK.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) *requestError {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
@@ -56,7 +60,54 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) *re
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest(codeInvalidJSON, "unexpected data after the JSON object")
 	}
+	if name, want := otherCase(data, reflect.TypeOf(v), ""); name != "" {
+		return badRequest(codeUnknownField, "%q: unknown field; names are case-sensitive: %q", name, want)
+	}
 	return nil
+}
+
+// otherCase returns the first key of the JSON object data, or of an object
+// within it decoded into a struct, that names a field of the struct type t
+// only in another case, with the field's name ("" when there is none). The
+// key is given with the path of its object ("delivery.Delay"). data has
+// been decoded into t already.
+func otherCase(data []byte, t reflect.Type, path string) (key, want string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct && t != timeType:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return "", ""
+		}
+		names := make([]string, t.NumField())
+		for i := range names {
+			names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		}
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			if i := slices.Index(names, k); i >= 0 {
+				if key, want = otherCase(obj[k], t.Field(i).Type, path+k+"."); key != "" {
+					return key, want
+				}
+				continue
+			}
+			if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k) }); i >= 0 {
+				return path + k, path + names[i]
+			}
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8: // not json.RawMessage
+		var list []json.RawMessage
+		if json.Unmarshal(data, &list) != nil {
+			return "", ""
+		}
+		for i, raw := range list {
+			if key, want = otherCase(raw, t.Elem(), fmt.Sprintf("%s[%d].", strings.TrimSuffix(path, "."), i)); key != "" {
+				return key, want
+			}
+		}
+	}
+	return "", ""
 }
 
 // jsonError describes an error decoding into a value of type into.

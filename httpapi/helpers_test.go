@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/clock"
+	"github.com/heraldmq/herald/internal/openapitest"
 	"github.com/heraldmq/herald/store/sqlite"
 )
 
@@ -128,6 +131,11 @@ type fixture struct {
 	h       http.Handler
 	logs    *strings.Builder
 	running bool // the engine's loops run
+
+	mu sync.Mutex
+	// answered holds "METHOD /pattern status" of every answer checked
+	// against the OpenAPI document (see checkedByTheDocument).
+	answered map[string]bool
 }
 
 // patience bounds, in real time, every wait for the engine.
@@ -170,9 +178,29 @@ func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	f := &fixture{t: t, engine: e, store: fs, clock: clk, h: New(cfg), logs: logs}
+	f := &fixture{t: t, engine: e, store: fs, clock: clk, h: New(cfg), logs: logs, answered: map[string]bool{}}
+	if _, fuzzing := t.(*testing.F); !fuzzing { // a fuzz target checks its answers itself
+		f.h = f.checkedByTheDocument(f.h)
+	}
 	t.Cleanup(f.stop) // before the store closes
 	return f
+}
+
+// checkedByTheDocument serves h, checking every request and answer against
+// the OpenAPI document (api/openapi.json): every test of the package that
+// uses a fixture checks that the API answers as documented.
+func (f *fixture) checkedByTheDocument(h http.Handler) http.Handler {
+	doc := specDoc(f.t)
+	return doc.Handler(h, func(op *openapitest.Operation, status int, err error) {
+		if err != nil {
+			f.t.Errorf("the answer is not as api/openapi.json says: %v", err)
+		}
+		if op != nil {
+			f.mu.Lock()
+			f.answered[op.Pattern()+" "+strconv.Itoa(status)] = true
+			f.mu.Unlock()
+		}
+	})
 }
 
 // run starts the engine's loops on the fake clock, unless they run, and

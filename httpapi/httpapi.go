@@ -1,10 +1,12 @@
 // Package httpapi serves herald's HTTP API (JSON) over an engine: sending,
 // reading, listing, cancelling and replaying messages, rooms with their
 // subscriptions, events and pulls, dead letters, health,
-// stats, the busiest lanes, the last hour's activity, carriers' events (ingress), probes and metrics. It imports the core only; stores and carriers
+// stats, the busiest lanes, the last hour's activity, carriers' events (ingress), probes, metrics
+// and the API's OpenAPI document. It imports the core only; stores and carriers
 // reach it through the herald.Engine.
 //
-// Every /v1 path except /v1/ingress/ needs an "Authorization: Bearer <key>"
+// Every /v1 path except /v1/ingress/ and /v1/openapi.json (the API's
+// OpenAPI document, package api) needs an "Authorization: Bearer <key>"
 // header whose key maps to a tenant; a tenant sees only its own messages.
 // The ingress checks its route's own secret instead. A request without an
 // Authorization header may instead carry a browser session (Config.Sessions,
@@ -63,51 +65,74 @@ type api struct {
 	log      *slog.Logger
 	// checkSecretEnv is Config.CheckSecretEnv.
 	checkSecretEnv func(name string) error
+	// metricsHandler is Config.Metrics.
+	metricsHandler http.Handler
+}
+
+// route is one endpoint of the API: New registers each of routes on its
+// mux, and nothing else. The OpenAPI document (package api) describes
+// every one, which the tests check.
+type route struct {
+	method, path string
+	serve        func(*api, http.ResponseWriter, *http.Request)
+}
+
+// metricsPath is served only when Config.Metrics is set.
+const metricsPath = "/metrics"
+
+// routes are the API's endpoints.
+var routes = []route{
+	{"POST", "/v1/messages", (*api).send},
+	{"GET", "/v1/messages", (*api).list},
+	{"GET", "/v1/messages/{id}", (*api).get},
+	{"POST", "/v1/messages/{id}/cancel", (*api).cancel},
+	{"POST", "/v1/messages/{id}/replay", (*api).replay},
+	{"GET", "/v1/messages/{id}/explain", (*api).explain},
+
+	{"GET", "/v1/dead-letters", (*api).deadLetters},
+	{"POST", "/v1/dead-letters/replay", (*api).replayDeadLetters},
+	{"DELETE", "/v1/dead-letters", (*api).purgeDeadLetters},
+
+	{"POST", "/v1/rooms", (*api).createRoom},
+	{"GET", "/v1/rooms", (*api).listRooms},
+	{"GET", "/v1/rooms/{name}", (*api).getRoom},
+	{"DELETE", "/v1/rooms/{name}", (*api).deleteRoom},
+	{"POST", "/v1/rooms/{room}/subscriptions", (*api).createSubscription},
+	{"GET", "/v1/rooms/{room}/subscriptions", (*api).listSubscriptions},
+	{"POST", "/v1/rooms/{room}/events", (*api).publish},
+	{"GET", "/v1/rooms/{room}/events/{id}", (*api).getEvent},
+	{"GET", "/v1/subscriptions/{id}", (*api).getSubscription},
+	{"DELETE", "/v1/subscriptions/{id}", (*api).deleteSubscription},
+	{"POST", "/v1/subscriptions/{id}/pull", (*api).pull},
+	{"POST", "/v1/subscriptions/{id}/ack", (*api).ack},
+	{"POST", "/v1/subscriptions/{id}/nack", (*api).nack},
+
+	{"GET", "/v1/health", (*api).health},
+	{"GET", "/v1/stats", (*api).stats},
+	{"GET", "/v1/lanes", (*api).lanes},
+	{"GET", "/v1/activity", (*api).activity},
+	{"GET", "/healthz", (*api).healthz},
+	{"GET", "/readyz", (*api).readyz},
+	{"GET", metricsPath, (*api).metrics},
+
+	{"POST", "/v1/ingress/{route}", (*api).ingress},
+	{"GET", openAPIPath, (*api).openAPI},
 }
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
-	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger, checkSecretEnv: cfg.CheckSecretEnv}
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger, checkSecretEnv: cfg.CheckSecretEnv,
+		metricsHandler: cfg.Metrics}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
 	mux := http.NewServeMux()
-
-	mux.HandleFunc("POST /v1/messages", a.send)
-	mux.HandleFunc("GET /v1/messages", a.list)
-	mux.HandleFunc("GET /v1/messages/{id}", a.get)
-	mux.HandleFunc("POST /v1/messages/{id}/cancel", a.cancel)
-	mux.HandleFunc("POST /v1/messages/{id}/replay", a.replay)
-	mux.HandleFunc("GET /v1/messages/{id}/explain", a.explain)
-
-	mux.HandleFunc("GET /v1/dead-letters", a.deadLetters)
-	mux.HandleFunc("POST /v1/dead-letters/replay", a.replayDeadLetters)
-	mux.HandleFunc("DELETE /v1/dead-letters", a.purgeDeadLetters)
-
-	mux.HandleFunc("POST /v1/rooms", a.createRoom)
-	mux.HandleFunc("GET /v1/rooms", a.listRooms)
-	mux.HandleFunc("GET /v1/rooms/{name}", a.getRoom)
-	mux.HandleFunc("DELETE /v1/rooms/{name}", a.deleteRoom)
-	mux.HandleFunc("POST /v1/rooms/{room}/subscriptions", a.createSubscription)
-	mux.HandleFunc("GET /v1/rooms/{room}/subscriptions", a.listSubscriptions)
-	mux.HandleFunc("POST /v1/rooms/{room}/events", a.publish)
-	mux.HandleFunc("GET /v1/rooms/{room}/events/{id}", a.getEvent)
-	mux.HandleFunc("GET /v1/subscriptions/{id}", a.getSubscription)
-	mux.HandleFunc("DELETE /v1/subscriptions/{id}", a.deleteSubscription)
-	mux.HandleFunc("POST /v1/subscriptions/{id}/pull", a.pull)
-	mux.HandleFunc("POST /v1/subscriptions/{id}/ack", a.ack)
-	mux.HandleFunc("POST /v1/subscriptions/{id}/nack", a.nack)
-
-	mux.HandleFunc("GET /v1/health", a.health)
-	mux.HandleFunc("GET /v1/stats", a.stats)
-	mux.HandleFunc("GET /v1/lanes", a.lanes)
-	mux.HandleFunc("GET /v1/activity", a.activity)
-	mux.HandleFunc("GET /healthz", a.healthz)
-	mux.HandleFunc("GET /readyz", a.readyz)
-
-	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", cfg.Metrics)
+	for _, rt := range routes {
+		if rt.path == metricsPath && a.metricsHandler == nil {
+			continue // answered 404, as any unknown path
+		}
+		serve := rt.serve
+		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
 	}
-	mux.HandleFunc("POST /v1/ingress/{route}", a.ingress)
 	return traced(cfg.Tracer, a.authenticate(notePattern(cfg.Tracer, jsonFallback(mux))))
 }

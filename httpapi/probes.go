@@ -57,3 +57,8 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
 }
+
+// metrics handles GET /metrics with Config.Metrics.
+func (a *api) metrics(w http.ResponseWriter, r *http.Request) {
+	a.metricsHandler.ServeHTTP(w, r)
+}

@@ -42,6 +42,7 @@ func TestSendBadInputStoresNothing(t *testing.T) {
 		{"an array", `[{"route":"hooks","text":"hi"}]`, codeInvalidJSON, "object"},
 		{"two objects", `{"route":"hooks","text":"hi"} {"route":"hooks","text":"hi"}`, codeInvalidJSON, "after the JSON object"},
 		{"a typo of a field", `{"route":"hooks","text":"hi","coalesce-key":"k"}`, codeUnknownField, `"coalesce-key"`},
+		{"a field in another case", `{"route":"hooks","Text":"hi"}`, codeUnknownField, `"Text": unknown field; names are case-sensitive: "text"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

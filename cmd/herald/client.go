@@ -10,22 +10,25 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/heraldmq/herald/client"
 )
 
-// apiClient talks to a herald server's HTTP API.
-type apiClient struct {
+// clientFlags are the flags of a command that talks to a herald server's
+// HTTP API.
+type clientFlags struct {
 	server string
 	key    string
-	http   *http.Client
 }
 
-func addClientFlags(cmd *cobra.Command, c *apiClient) {
-	cmd.Flags().StringVar(&c.server, "server", envOr("HERALD_SERVER", "http://127.0.0.1:8080"), "herald server URL (env HERALD_SERVER)")
-	cmd.Flags().StringVar(&c.key, "key", os.Getenv("HERALD_API_KEY"), "API key (env HERALD_API_KEY)")
+func addClientFlags(cmd *cobra.Command, f *clientFlags) {
+	cmd.Flags().StringVar(&f.server, "server", envOr("HERALD_SERVER", "http://127.0.0.1:8080"), "herald server URL (env HERALD_SERVER)")
+	cmd.Flags().StringVar(&f.key, "key", os.Getenv("HERALD_API_KEY"), "API key (env HERALD_API_KEY)")
 }
 
 func envOr(name, def string) string {
@@ -35,48 +38,57 @@ func envOr(name, def string) string {
 	return def
 }
 
-// do sends a request and prints the JSON answer indented; a non-2xx answer is an error.
-func (c *apiClient) do(out io.Writer, method, path string, body any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, strings.TrimRight(c.server, "/")+path, rd)
+// client returns a client of the server that f names.
+func (f *clientFlags) client() (*client.Client, error) {
+	return client.New(client.Config{URL: f.server, Key: f.key})
+}
+
+// print sends a request with in, when not nil, as its JSON body, and
+// prints the server's JSON answer indented (nothing for a 204). An answer
+// outside 2xx is an error carrying the API's code (a *client.Error).
+func (f *clientFlags) print(cmd *cobra.Command, method, path string, in any) error {
+	c, err := f.client()
 	if err != nil {
 		return err
 	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	hc := c.http
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	resp, err := hc.Do(req)
+	answer, err := call(cmd, c, method, path, in)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
+	return printJSON(cmd.OutOrStdout(), answer)
+}
+
+// call sends a request with c and returns the server's JSON answer as it
+// wrote it (empty for a 204).
+func call(cmd *cobra.Command, c *client.Client, method, path string, in any) (json.RawMessage, error) {
+	var answer json.RawMessage
+	if err := c.Do(cmd.Context(), method, path, in, &answer); err != nil {
+		return nil, err
 	}
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+	return answer, nil
+}
+
+// printJSON prints answer indented, followed by a blank line; an empty
+// answer prints nothing.
+func printJSON(out io.Writer, answer json.RawMessage) error {
+	if len(answer) == 0 {
+		return nil
 	}
 	var pretty bytes.Buffer
-	if json.Indent(&pretty, data, "", "  ") == nil {
-		data = append(pretty.Bytes(), '\n')
+	if err := json.Indent(&pretty, answer, "", "  "); err != nil {
+		return err
 	}
-	_, err = out.Write(data)
+	pretty.WriteString("\n\n")
+	_, err := out.Write(pretty.Bytes())
 	return err
+}
+
+// pathWithQuery returns path followed by q, when q is not empty.
+func pathWithQuery(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }
 
 func clientCommands() []*cobra.Command {
@@ -85,34 +97,39 @@ func clientCommands() []*cobra.Command {
 }
 
 func sendCommand() *cobra.Command {
-	var c apiClient
-	var req struct {
-		Route          string            `json:"route"`
-		Target         string            `json:"target,omitempty"`
-		Payload        string            `json:"payload,omitempty"`
-		Text           string            `json:"text,omitempty"`
-		Params         map[string]string `json:"params,omitempty"`
-		Priority       int               `json:"priority,omitempty"`
-		Lane           string            `json:"lane,omitempty"`
-		CorrelationID  string            `json:"correlation_id,omitempty"`
-		IdempotencyKey string            `json:"idempotency_key,omitempty"`
-		CoalesceKey    string            `json:"coalesce_key,omitempty"`
-		ExpiresAt      string            `json:"expires_at,omitempty"`
-	}
-	var hexPayload string
+	var c clientFlags
+	var req client.SendRequest
+	var payload, hexPayload, expiresAt string
 	cmd := &cobra.Command{
 		Use:   "send --route NAME [--target T] (--text TEXT | --payload BASE64 | --hex HEX)",
 		Short: "Send one message",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if hexPayload != "" {
+			switch {
+			case hexPayload != "":
 				b, err := hex.DecodeString(strings.ReplaceAll(hexPayload, " ", ""))
 				if err != nil {
 					return fmt.Errorf("--hex: %w", err)
 				}
-				req.Payload = base64.StdEncoding.EncodeToString(b)
+				req.Payload = b
+			case payload != "":
+				b, err := decodeBase64(payload)
+				if err != nil {
+					return fmt.Errorf("--payload: not valid base64")
+				}
+				if len(b) == 0 {
+					return fmt.Errorf("--payload: decodes to no bytes")
+				}
+				req.Payload = b
 			}
-			return c.do(cmd.OutOrStdout(), http.MethodPost, "/v1/messages", req)
+			if expiresAt != "" {
+				t, err := time.Parse(time.RFC3339, expiresAt)
+				if err != nil {
+					return fmt.Errorf("--expires-at: %q is not an RFC 3339 time (e.g. 2025-01-02T15:04:05Z)", expiresAt)
+				}
+				req.ExpiresAt = t
+			}
+			return c.print(cmd, http.MethodPost, "/v1/messages", req)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -120,7 +137,7 @@ func sendCommand() *cobra.Command {
 	f.StringVar(&req.Route, "route", "", "route name (required)")
 	f.StringVar(&req.Target, "target", "", "recipient as the carrier knows it")
 	f.StringVar(&req.Text, "text", "", "text to deliver")
-	f.StringVar(&req.Payload, "payload", "", "bytes to deliver, base64")
+	f.StringVar(&payload, "payload", "", "bytes to deliver, base64")
 	f.StringVar(&hexPayload, "hex", "", "bytes to deliver, hex")
 	f.StringToStringVar(&req.Params, "param", nil, "carrier option key=value (repeatable)")
 	f.IntVar(&req.Priority, "priority", 0, "higher is sent sooner")
@@ -128,13 +145,22 @@ func sendCommand() *cobra.Command {
 	f.StringVar(&req.CorrelationID, "correlation-id", "", "your own id")
 	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "repeat sends with this key return the first message")
 	f.StringVar(&req.CoalesceKey, "coalesce-key", "", "replace a waiting older message with this key")
-	f.StringVar(&req.ExpiresAt, "expires-at", "", "RFC 3339 time after which the message fails")
+	f.StringVar(&expiresAt, "expires-at", "", "RFC 3339 time after which the message fails")
 	_ = cmd.MarkFlagRequired("route")
 	return cmd
 }
 
+// decodeBase64 decodes standard base64, padded or not, as the server does.
+func decodeBase64(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return base64.RawStdEncoding.DecodeString(s)
+	}
+	return b, nil
+}
+
 func getCommand() *cobra.Command {
-	var c apiClient
+	var c clientFlags
 	var explain bool
 	cmd := &cobra.Command{
 		Use:   "get ID",
@@ -145,7 +171,7 @@ func getCommand() *cobra.Command {
 			if explain {
 				path += "/explain"
 			}
-			return c.do(cmd.OutOrStdout(), http.MethodGet, path, nil)
+			return c.print(cmd, http.MethodGet, path, nil)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -154,7 +180,7 @@ func getCommand() *cobra.Command {
 }
 
 func lsCommand() *cobra.Command {
-	var c apiClient
+	var c clientFlags
 	var status, route, correlation, cursor string
 	var limit int
 	cmd := &cobra.Command{
@@ -169,9 +195,9 @@ func lsCommand() *cobra.Command {
 				}
 			}
 			if limit > 0 {
-				q.Set("limit", fmt.Sprint(limit))
+				q.Set("limit", strconv.Itoa(limit))
 			}
-			return c.do(cmd.OutOrStdout(), http.MethodGet, "/v1/messages?"+q.Encode(), nil)
+			return c.print(cmd, http.MethodGet, pathWithQuery("/v1/messages", q), nil)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -185,13 +211,13 @@ func lsCommand() *cobra.Command {
 }
 
 func idCommand(verb, short string) *cobra.Command {
-	var c apiClient
+	var c clientFlags
 	cmd := &cobra.Command{
 		Use:   verb + " ID",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.do(cmd.OutOrStdout(), http.MethodPost, "/v1/messages/"+url.PathEscape(args[0])+"/"+verb, nil)
+			return c.print(cmd, http.MethodPost, "/v1/messages/"+url.PathEscape(args[0])+"/"+verb, nil)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -200,29 +226,23 @@ func idCommand(verb, short string) *cobra.Command {
 
 func dlqCommand() *cobra.Command {
 	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters"}
-	var lc, rc, pc apiClient
+	var lc, rc, pc clientFlags
 	var route, reason, before string
 	var rate float64
 	list := &cobra.Command{
 		Use: "ls", Short: "List dead letters", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return lc.do(cmd.OutOrStdout(), http.MethodGet, "/v1/dead-letters?route="+url.QueryEscape(route), nil)
+			return lc.print(cmd, http.MethodGet, "/v1/dead-letters?route="+url.QueryEscape(route), nil)
 		},
 	}
 	replay := &cobra.Command{
 		Use: "replay", Short: "Replay dead letters at a bounded rate", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body := map[string]any{}
-			if route != "" {
-				body["route"] = route
-			}
-			if reason != "" {
-				body["reason"] = reason
-			}
+			f := client.ReplayFilter{Route: route, Reason: reason}
 			if rate > 0 {
-				body["rate_per_s"] = rate
+				f.RatePerS = rate
 			}
-			return rc.do(cmd.OutOrStdout(), http.MethodPost, "/v1/dead-letters/replay", body)
+			return rc.print(cmd, http.MethodPost, "/v1/dead-letters/replay", f)
 		},
 	}
 	purge := &cobra.Command{
@@ -235,14 +255,14 @@ func dlqCommand() *cobra.Command {
 			if before != "" {
 				q.Set("before", before)
 			}
-			return pc.do(cmd.OutOrStdout(), http.MethodDelete, "/v1/dead-letters?"+q.Encode(), nil)
+			return pc.print(cmd, http.MethodDelete, pathWithQuery("/v1/dead-letters", q), nil)
 		},
 	}
 	for _, c := range []struct {
 		cmd *cobra.Command
-		cl  *apiClient
+		fl  *clientFlags
 	}{{list, &lc}, {replay, &rc}, {purge, &pc}} {
-		addClientFlags(c.cmd, c.cl)
+		addClientFlags(c.cmd, c.fl)
 		c.cmd.Flags().StringVar(&route, "route", "", "only this route")
 	}
 	replay.Flags().StringVar(&reason, "reason", "", "only dead letters whose last error contains this")

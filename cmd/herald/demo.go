@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/client"
 	"github.com/heraldmq/herald/config"
 	tgsim "github.com/heraldmq/herald/sim/telegram"
 	"github.com/heraldmq/herald/sim/webhooksink"
@@ -146,7 +145,11 @@ routes:
 		return err
 	}
 	defer srv.shutdown()
-	client := &apiClient{server: "http://" + srv.addr, key: demoKey}
+	base := "http://" + srv.addr
+	api, err := client.New(client.Config{URL: base, Key: demoKey})
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s, ChirpStack simulator (gRPC) on %s with %d Class-C devices NACKing %.0f%% of downlinks, Calin V1 and V2 simulators on http://%s and http://%s\n",
 		srv.addr, store, failRate*100, tln.Addr(), network.Addr(), len(demoDevices), demoNackRate*100, meters.v1Addr, meters.v2Addr)
 	chats, downlinks, tasks := demoChats(), demoDownlinks(), demoMeterTasks()
@@ -170,53 +173,47 @@ routes:
 		case <-sendTick.C:
 			if len(ids) < len(sends) {
 				s := sends[len(ids)]
-				req := map[string]any{"route": s.route}
-				if s.text != "" {
-					req["text"] = s.text
+				res, err := api.Send(ctx, client.SendRequest{Route: s.route, Target: s.target, Payload: s.payload,
+					Text: s.text, Params: s.params, Lane: s.lane})
+				if err != nil {
+					return demoStopped(ctx, err)
 				}
-				if s.payload != nil {
-					req["payload"] = s.payload
-				}
-				if s.lane != "" {
-					req["lane"] = s.lane
-				}
-				if s.target != "" {
-					req["target"] = s.target
-				}
-				if s.params != nil {
-					req["params"] = s.params
-				}
-				var view struct{ ID string }
-				if err := client.getJSON(http.MethodPost, "/v1/messages", req, &view); err != nil {
-					return err
-				}
-				ids = append(ids, view.ID)
-				watched[view.ID] = 0
+				ids = append(ids, res.Message.ID)
+				watched[res.Message.ID] = 0
 			}
 		case <-pollTick.C:
-			ended, err := printTransitions(out, client, ids, watched)
+			ended, err := printTransitions(ctx, out, api, ids, watched)
 			if err != nil {
-				return err
+				return demoStopped(ctx, err)
 			}
 			if len(ids) == len(sends) && endedCount(ended) == len(sends) {
-				if err := printChats(out, client, ids[:len(chats)], bot); err != nil {
-					return err
+				if err := printChats(ctx, out, api, ids[:len(chats)], bot); err != nil {
+					return demoStopped(ctx, err)
 				}
-				if err := printNetwork(out, client, ids[len(chats):len(chats)+len(downlinks)], network); err != nil {
-					return err
+				if err := printNetwork(ctx, out, api, ids[len(chats):len(chats)+len(downlinks)], network); err != nil {
+					return demoStopped(ctx, err)
 				}
 				first := len(chats) + len(downlinks)
-				if err := printMeters(out, client, ids[first:first+len(tasks)], meters); err != nil {
-					return err
+				if err := printMeters(ctx, out, api, ids[first:first+len(tasks)], meters); err != nil {
+					return demoStopped(ctx, err)
 				}
-				return finishDemo(ctx, out, client, sink, ended, exit)
+				return finishDemo(ctx, out, base, sink, ended, exit)
 			}
 		}
 	}
 }
 
+// demoStopped returns err, or nil when ctx has ended: the demo was
+// stopped while it talked to the server.
+func demoStopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // printChats says what became of the chat messages and what the chats show.
-func printChats(out io.Writer, client *apiClient, ids []string, bot *tgsim.Sim) error {
+func printChats(ctx context.Context, out io.Writer, api *client.Client, ids []string, bot *tgsim.Sim) error {
 	calls := 0
 	for _, c := range bot.Calls() {
 		if c.Method == "sendmessage" {
@@ -226,15 +223,15 @@ func printChats(out io.Writer, client *apiClient, ids []string, bot *tgsim.Sim) 
 	fmt.Fprintf(out, "\nTelegram: %d sendMessage calls; Alice's chat shows %d messages, the channel %d, Bob's none\n",
 		calls, len(bot.Messages(demoAlice)), len(bot.Messages(demoChannel)))
 	for i, id := range ids {
-		var v demoView
-		if err := client.getJSON(http.MethodGet, "/v1/messages/"+id, nil, &v); err != nil {
+		v, err := api.Get(ctx, id)
+		if err != nil {
 			return err
 		}
 		line := fmt.Sprintf("  #%-3d to %-13s %s", i+1, v.Target, v.Status)
 		switch {
 		case strings.Contains(v.ExternalID, ","):
 			line += fmt.Sprintf(", in %d chunks: external_id %s", strings.Count(v.ExternalID, ",")+1, v.ExternalID)
-		case v.Status == string(herald.StatusDeliverySuccessful):
+		case v.Status == herald.StatusDeliverySuccessful:
 			line += ", message id " + v.ExternalID
 		case v.LastError != "":
 			line += ": " + v.LastError
@@ -242,22 +239,6 @@ func printChats(out io.Writer, client *apiClient, ids []string, bot *tgsim.Sim) 
 		fmt.Fprintln(out, line)
 	}
 	return nil
-}
-
-type demoView struct {
-	ID         string
-	Route      string
-	Target     string
-	Status     string
-	LastError  string `json:"last_error"`
-	ExternalID string `json:"external_id"`
-	Timeline   []struct {
-		At      time.Time
-		From    string
-		To      string
-		Attempt int
-		Reason  string
-	}
 }
 
 // endedCount sums the counts of byStatus (status name -> messages) that are
@@ -274,15 +255,15 @@ func endedCount(byStatus map[string]int) int {
 
 // printTransitions prints the new timeline entries of every message and
 // returns the messages' statuses, counted.
-func printTransitions(out io.Writer, client *apiClient, ids []string, printed map[string]int) (map[string]int, error) {
+func printTransitions(ctx context.Context, out io.Writer, api *client.Client, ids []string, printed map[string]int) (map[string]int, error) {
 	statuses := map[string]int{}
 	for i, id := range ids {
-		var v demoView
-		if err := client.getJSON(http.MethodGet, "/v1/messages/"+id, nil, &v); err != nil {
+		v, err := api.Get(ctx, id)
+		if err != nil {
 			return nil, err
 		}
 		for _, e := range v.Timeline[printed[id]:] {
-			from := e.From
+			from := string(e.From)
 			if from == "" {
 				from = "(new)"
 			}
@@ -293,12 +274,12 @@ func printTransitions(out io.Writer, client *apiClient, ids []string, printed ma
 			fmt.Fprintln(out, line)
 		}
 		printed[id] = len(v.Timeline)
-		statuses[v.Status]++
+		statuses[string(v.Status)]++
 	}
 	return statuses, nil
 }
 
-func finishDemo(ctx context.Context, out io.Writer, client *apiClient, sink *webhooksink.Sink, ended map[string]int, exit bool) error {
+func finishDemo(ctx context.Context, out io.Writer, base string, sink *webhooksink.Sink, ended map[string]int, exit bool) error {
 	s := sink.Stats()
 	fmt.Fprintf(out, "\nall messages ended: %d DELIVERY_SUCCESSFUL, %d DELIVERY_FAILED (dead letters); the sink answered %d requests\n",
 		ended["DELIVERY_SUCCESSFUL"], ended["DELIVERY_FAILED"], s.Requests)
@@ -306,18 +287,9 @@ func finishDemo(ctx context.Context, out io.Writer, client *apiClient, sink *web
 		return nil
 	}
 	fmt.Fprintf(out, "\nthe server keeps running at %s — try:\n  HERALD_API_KEY=%s go run ./cmd/herald ls --status DELIVERY_FAILED\n  curl -s -H 'Authorization: Bearer %s' %s/v1/stats\nCtrl-C stops it.\n",
-		client.server, demoKey, demoKey, client.server)
+		base, demoKey, demoKey, base)
 	<-ctx.Done()
 	return nil
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// getJSON is do with the answer decoded into out.
-func (c *apiClient) getJSON(method, path string, body, out any) error {
-	var b strings.Builder
-	if err := c.do(&b, method, path, body); err != nil {
-		return err
-	}
-	return json.Unmarshal([]byte(b.String()), out)
-}

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/client"
 	calinsim "github.com/heraldmq/herald/sim/calin"
 )
 
@@ -96,16 +97,16 @@ func demoMeterTasks() []demoSend {
 }
 
 // printMeters says what the meter APIs did and what became of the tasks.
-func printMeters(out io.Writer, client *apiClient, ids []string, apis *demoMeterAPIs) error {
+func printMeters(ctx context.Context, out io.Writer, api *client.Client, ids []string, apis *demoMeterAPIs) error {
 	fmt.Fprintf(out, "\nCalin: V1 created %d tasks, V2 %d — one per message; the reused token was rejected by the meter\n",
 		len(apis.v1.Tasks()), len(apis.v2.Tasks()))
 	for i, id := range ids {
-		var v demoView
-		if err := client.getJSON(http.MethodGet, "/v1/messages/"+id, nil, &v); err != nil {
+		v, err := api.Get(ctx, id)
+		if err != nil {
 			return err
 		}
 		line := fmt.Sprintf("  #%-3d to meter %s (%s)  %s, task %s", i+1, v.Target, v.Route, v.Status, v.ExternalID)
-		if v.Status == "DELIVERY_FAILED" {
+		if v.Status == herald.StatusDeliveryFailed {
 			line += ": " + v.LastError
 		}
 		fmt.Fprintln(out, line)

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/client"
 	cssim "github.com/heraldmq/herald/sim/chirpstack"
 )
 
@@ -102,13 +102,13 @@ func demoDownlinks() []demoSend {
 
 // printNetwork says what the simulated network did and what became of the
 // downlinks.
-func printNetwork(out io.Writer, client *apiClient, ids []string, sim *cssim.Sim) error {
+func printNetwork(ctx context.Context, out io.Writer, api *client.Client, ids []string, sim *cssim.Sim) error {
 	s := sim.Stats()
 	fmt.Fprintf(out, "\nChirpStack: %d queue items enqueued over gRPC, %d transmitted, %d acknowledged by the devices, %d NACKed, %d dropped as too big; %d events posted to herald's ingress\n",
 		s.Enqueued, s.Transmitted, s.Acked, s.Nacked, s.Oversize, s.Events)
 	for i, id := range ids {
-		var v demoView
-		if err := client.getJSON(http.MethodGet, "/v1/messages/"+id, nil, &v); err != nil {
+		v, err := api.Get(ctx, id)
+		if err != nil {
 			return err
 		}
 		attempts := 0
@@ -117,7 +117,7 @@ func printNetwork(out io.Writer, client *apiClient, ids []string, sim *cssim.Sim
 		}
 		line := fmt.Sprintf("  #%-3d to %s  %s at attempt %d", i+1, v.Target, v.Status, attempts)
 		switch {
-		case v.Status == string(herald.StatusDeliveryFailed):
+		case v.Status == herald.StatusDeliveryFailed:
 			line += ": " + v.LastError
 		case attempts > 1:
 			line += " (before: " + v.LastError + ")"

@@ -5,15 +5,26 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := rootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "herald:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(1)
 	}
+}
+
+// errorLine is the line that reports err: its text after "herald: ",
+// unless the text starts with herald's name already (the client's errors
+// do).
+func errorLine(err error) string {
+	if msg := err.Error(); strings.HasPrefix(msg, "herald") {
+		return msg
+	}
+	return "herald: " + err.Error()
 }
 
 func rootCommand() *cobra.Command {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/carrier/room"
+	"github.com/heraldmq/herald/client"
 	"github.com/heraldmq/herald/config"
 )
 
@@ -60,43 +60,37 @@ func (d *deliveryFlags) add(cmd *cobra.Command, whose string) {
 	f.IntVar(&d.attempts, "attempts", 0, "redeliveries after the first send; 0 sends once"+whose)
 }
 
-// body returns the "delivery" of the request, nil when no flag was given.
-func (d *deliveryFlags) body(cmd *cobra.Command) map[string]any {
-	b := map[string]any{}
+// overrides returns the fields of the policy that the flags given set.
+func (d *deliveryFlags) overrides(cmd *cobra.Command) herald.DeliveryOverrides {
+	var o herald.DeliveryOverrides
 	if cmd.Flags().Changed("delay") {
-		b["delay"] = d.delay.String()
+		o.Delay = &d.delay
 	}
 	if cmd.Flags().Changed("multiplier") {
-		b["multiplier"] = d.multiplier
+		o.Multiplier = &d.multiplier
 	}
 	if cmd.Flags().Changed("attempts") {
-		b["attempts"] = d.attempts
+		o.Attempts = &d.attempts
 	}
-	if len(b) == 0 {
-		return nil
-	}
-	return b
+	return o
 }
 
 func roomsCommand() *cobra.Command {
 	rooms := &cobra.Command{Use: "rooms", Short: "List, create or delete rooms"}
-	var lc, cc, rc apiClient
+	var lc, cc, rc clientFlags
 	var expiration time.Duration
 	var delivery deliveryFlags
 	list := &cobra.Command{
 		Use: "ls", Short: "List the rooms", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return lc.do(cmd.OutOrStdout(), http.MethodGet, "/v1/rooms", nil)
+			return lc.print(cmd, http.MethodGet, "/v1/rooms", nil)
 		},
 	}
 	create := &cobra.Command{
 		Use: "create NAME [--expiration D] [--delay D] [--multiplier M] [--attempts N]", Short: "Create a room", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"name": args[0], "expiration": expiration.String()}
-			if d := delivery.body(cmd); d != nil {
-				body["delivery"] = d
-			}
-			return cc.do(cmd.OutOrStdout(), http.MethodPost, "/v1/rooms", body)
+			req := client.RoomRequest{Name: args[0], Expiration: expiration, Delivery: delivery.overrides(cmd)}
+			return cc.print(cmd, http.MethodPost, "/v1/rooms", req)
 		},
 	}
 	create.Flags().DurationVar(&expiration, "expiration", 0, "a delivery's life from its event's publication, whatever its subscription; 0 is never")
@@ -104,14 +98,14 @@ func roomsCommand() *cobra.Command {
 	rm := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a room with its subscriptions; their pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return rc.do(cmd.OutOrStdout(), http.MethodDelete, "/v1/rooms/"+url.PathEscape(args[0]), nil)
+			return rc.print(cmd, http.MethodDelete, "/v1/rooms/"+url.PathEscape(args[0]), nil)
 		},
 	}
 	for _, c := range []struct {
 		cmd *cobra.Command
-		cl  *apiClient
+		fl  *clientFlags
 	}{{list, &lc}, {create, &cc}, {rm, &rc}} {
-		addClientFlags(c.cmd, c.cl)
+		addClientFlags(c.cmd, c.fl)
 	}
 	rooms.AddCommand(list, create, rm)
 	return rooms
@@ -119,39 +113,27 @@ func roomsCommand() *cobra.Command {
 
 func subsCommand() *cobra.Command {
 	subs := &cobra.Command{Use: "subs", Short: "List, create or delete a room's subscriptions"}
-	var lc, cc, rc apiClient
+	var lc, cc, rc clientFlags
 	var typ, hookURL, secretEnv string
 	var eventTypes []string
 	var delivery deliveryFlags
 	list := &cobra.Command{
 		Use: "ls ROOM", Short: "List a room's subscriptions", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return lc.do(cmd.OutOrStdout(), http.MethodGet, "/v1/rooms/"+url.PathEscape(args[0])+"/subscriptions", nil)
+			return lc.print(cmd, http.MethodGet, "/v1/rooms/"+url.PathEscape(args[0])+"/subscriptions", nil)
 		},
 	}
 	create := &cobra.Command{
 		Use:   "create ROOM --type push --url URL [--secret-env NAME] | --type pull; [--event-type TYPE[:VERSION]]... [--delay D] [--multiplier M] [--attempts N]",
 		Short: "Subscribe to a room's events", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"type": typ}
-			if hookURL != "" {
-				body["url"] = hookURL
+			req := client.SubscriptionRequest{Type: herald.SubscriptionType(typ), URL: hookURL, SecretEnv: secretEnv,
+				Delivery: delivery.overrides(cmd)}
+			for _, et := range eventTypes {
+				t, v, _ := strings.Cut(et, ":")
+				req.EventTypes = append(req.EventTypes, herald.EventType{Type: t, Version: v})
 			}
-			if secretEnv != "" {
-				body["secret_env"] = secretEnv
-			}
-			if len(eventTypes) > 0 {
-				var types []map[string]string
-				for _, et := range eventTypes {
-					t, v, _ := strings.Cut(et, ":")
-					types = append(types, map[string]string{"type": t, "version": v})
-				}
-				body["event_types"] = types
-			}
-			if d := delivery.body(cmd); d != nil {
-				body["delivery"] = d
-			}
-			return cc.do(cmd.OutOrStdout(), http.MethodPost, "/v1/rooms/"+url.PathEscape(args[0])+"/subscriptions", body)
+			return cc.print(cmd, http.MethodPost, "/v1/rooms/"+url.PathEscape(args[0])+"/subscriptions", req)
 		},
 	}
 	f := create.Flags()
@@ -164,41 +146,35 @@ func subsCommand() *cobra.Command {
 	rm := &cobra.Command{
 		Use: "rm ID", Short: "Delete a subscription; its pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return rc.do(cmd.OutOrStdout(), http.MethodDelete, "/v1/subscriptions/"+url.PathEscape(args[0]), nil)
+			return rc.print(cmd, http.MethodDelete, "/v1/subscriptions/"+url.PathEscape(args[0]), nil)
 		},
 	}
 	for _, c := range []struct {
 		cmd *cobra.Command
-		cl  *apiClient
+		fl  *clientFlags
 	}{{list, &lc}, {create, &cc}, {rm, &rc}} {
-		addClientFlags(c.cmd, c.cl)
+		addClientFlags(c.cmd, c.fl)
 	}
 	subs.AddCommand(list, create, rm)
 	return subs
 }
 
 func publishCommand() *cobra.Command {
-	var c apiClient
+	var c clientFlags
 	var data, version, correlation string
 	cmd := &cobra.Command{
 		Use:   "publish ROOM TYPE [--data JSON] [--version V] [--correlation-id ID]",
 		Short: "Publish an event to a room: one delivery per subscription that takes it",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"type": args[1]}
+			req := client.PublishRequest{Type: args[1], Version: version, CorrelationID: correlation}
 			if data != "" {
 				if !json.Valid([]byte(data)) {
 					return fmt.Errorf("--data: not JSON")
 				}
-				body["data"] = json.RawMessage(data)
+				req.Data = json.RawMessage(data)
 			}
-			if version != "" {
-				body["version"] = version
-			}
-			if correlation != "" {
-				body["correlation_id"] = correlation
-			}
-			return c.do(cmd.OutOrStdout(), http.MethodPost, "/v1/rooms/"+url.PathEscape(args[0])+"/events", body)
+			return c.print(cmd, http.MethodPost, "/v1/rooms/"+url.PathEscape(args[0])+"/events", req)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -209,7 +185,7 @@ func publishCommand() *cobra.Command {
 }
 
 func pullCommand() *cobra.Command {
-	var c apiClient
+	var fl clientFlags
 	var max int
 	var lease time.Duration
 	var ack bool
@@ -218,29 +194,35 @@ func pullCommand() *cobra.Command {
 		Short: "Lease the waiting deliveries of a pull subscription and print them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "/v1/subscriptions/" + url.PathEscape(args[0])
-			body := map[string]any{"max": max, "lease": lease.String()}
-			var out bytes.Buffer
-			if err := c.do(&out, http.MethodPost, path+"/pull", body); err != nil {
+			c, err := fl.client()
+			if err != nil {
 				return err
 			}
-			if _, err := cmd.OutOrStdout().Write(out.Bytes()); err != nil || !ack {
+			path := "/v1/subscriptions/" + url.PathEscape(args[0])
+			answer, err := call(cmd, c, http.MethodPost, path+"/pull", client.PullRequest{Max: max, Lease: lease})
+			if err != nil {
+				return err
+			}
+			if err := printJSON(cmd.OutOrStdout(), answer); err != nil || !ack {
 				return err
 			}
 			var pulled struct {
-				Deliveries []struct{ ID string } `json:"deliveries"`
+				Deliveries []herald.DeliveryView `json:"deliveries"`
 			}
-			if err := json.Unmarshal(out.Bytes(), &pulled); err != nil {
+			if err := json.Unmarshal(answer, &pulled); err != nil {
 				return err
 			}
 			ids := make([]string, len(pulled.Deliveries))
 			for i, d := range pulled.Deliveries {
 				ids[i] = d.ID
 			}
-			return c.do(cmd.OutOrStdout(), http.MethodPost, path+"/ack", map[string]any{"ids": ids})
+			if answer, err = call(cmd, c, http.MethodPost, path+"/ack", map[string][]string{"ids": ids}); err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), answer)
 		},
 	}
-	addClientFlags(cmd, &c)
+	addClientFlags(cmd, &fl)
 	cmd.Flags().IntVar(&max, "max", herald.DefaultPull, "lease at most this many")
 	cmd.Flags().DurationVar(&lease, "lease", herald.DefaultLease, "until an unacknowledged delivery comes back")
 	cmd.Flags().BoolVar(&ack, "ack", false, "acknowledge what was pulled once printed")
