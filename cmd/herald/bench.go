@@ -148,9 +148,23 @@ func runBenchChild(cmd *cobra.Command, workload, storeURL string) error {
 }
 
 func runWorkload(cmd *cobra.Command, w bench.Workload, storeURL string) (bench.Result, error) {
+	var res bench.Result
+	err := withBenchStore(cmd, w.Name, storeURL, func(peer string, open func() (herald.Store, error)) (err error) {
+		res, err = bench.Run(cmd.Context(), w, peer, open)
+		return err
+	})
+	return res, err
+}
+
+// withBenchStore runs run on the store storeURL names, made fresh for one
+// workload: a new SQLite database in a temporary directory ("sqlite:"
+// alone, or with options only), or a Redis key prefix of its own, deleted
+// afterwards, so that the database is left as it was. run gets the peer
+// name of the results and a function that opens the store.
+func withBenchStore(cmd *cobra.Command, workload, storeURL string, run func(peer string, open func() (herald.Store, error)) error) error {
 	dir, err := os.MkdirTemp("", "herald-bench-")
 	if err != nil {
-		return bench.Result{}, err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	if options, ok := strings.CutPrefix(storeURL, "sqlite:"); ok && (options == "" || options[0] == '?') {
@@ -158,15 +172,14 @@ func runWorkload(cmd *cobra.Command, w bench.Workload, storeURL string) (bench.R
 	}
 	spec, err := config.ParseStore(storeURL)
 	if err != nil {
-		return bench.Result{}, err
+		return err
 	}
 	if spec.Kind == config.StoreRedis {
-		// A key prefix of its own, deleted afterwards, leaves the database as it was.
-		prefix := fmt.Sprintf("herald-bench-%d-%s", os.Getpid(), w.Name)
+		prefix := fmt.Sprintf("herald-bench-%d-%s", os.Getpid(), workload)
 		storeURL = withQuery(storeURL, "prefix", prefix)
 		defer dropRedisPrefix(cmd.Context(), spec.Location, prefix)
 	}
-	return bench.Run(cmd.Context(), w, "herald-"+spec.Kind, func() (herald.Store, error) { return openStore(storeURL) })
+	return run("herald-"+spec.Kind, func() (herald.Store, error) { return openStore(storeURL) })
 }
 
 // withQuery adds key=value to a URL's query.

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +18,6 @@ import (
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/bench"
 	"github.com/heraldmq/herald/carrier/chirpstack"
-	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/httpapi"
 	cssim "github.com/heraldmq/herald/sim/chirpstack"
 )
@@ -65,28 +62,15 @@ const (
 	benchLoRaFirst   = 0x70b3d57ed0000000 // the first device's DevEUI
 )
 
-// runLoRaWorkload runs w on the store storeURL names, prepared as
-// runWorkload prepares it: a fresh SQLite database, or a Redis key prefix
-// of its own deleted afterwards.
+// runLoRaWorkload runs w on a fresh store of the kind storeURL names (see
+// withBenchStore).
 func runLoRaWorkload(cmd *cobra.Command, w loraWorkload, storeURL string) (bench.Result, error) {
-	dir, err := os.MkdirTemp("", "herald-bench-")
-	if err != nil {
-		return bench.Result{}, err
-	}
-	defer os.RemoveAll(dir)
-	if options, ok := strings.CutPrefix(storeURL, "sqlite:"); ok && (options == "" || options[0] == '?') {
-		storeURL = "sqlite:" + filepath.Join(dir, "bench.db") + options
-	}
-	spec, err := config.ParseStore(storeURL)
-	if err != nil {
-		return bench.Result{}, err
-	}
-	if spec.Kind == config.StoreRedis {
-		prefix := fmt.Sprintf("herald-bench-%d-%s", os.Getpid(), w.Name)
-		storeURL = withQuery(storeURL, "prefix", prefix)
-		defer dropRedisPrefix(cmd.Context(), spec.Location, prefix)
-	}
-	return runLoRa(cmd.Context(), w, "herald-"+spec.Kind, func() (herald.Store, error) { return openStore(storeURL) }, cmd.ErrOrStderr())
+	var res bench.Result
+	err := withBenchStore(cmd, w.Name, storeURL, func(peer string, open func() (herald.Store, error)) (err error) {
+		res, err = runLoRa(cmd.Context(), w, peer, open, cmd.ErrOrStderr())
+		return err
+	})
+	return res, err
 }
 
 // runLoRa runs w on a store opened by newStore and reports it under peer:
