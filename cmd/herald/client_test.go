@@ -1,19 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/heraldmq/herald/client"
-	"github.com/heraldmq/herald/config"
 )
 
 // TestMessagesCLI drives the message commands against a server: send (text,
@@ -23,32 +19,9 @@ import (
 func TestMessagesCLI(t *testing.T) {
 	// Both routes post to a closed port: "fail" fails at its first
 	// attempt, "slow" waits an hour before its second.
-	f, err := config.Parse([]byte("listen: 127.0.0.1:0\nstore: sqlite:" + filepath.Join(t.TempDir(), "herald.db") + "\n" +
-		"api_keys: [{key: k1, tenant: acme}]\n" +
-		"routes:\n" +
-		"  - {name: fail, carrier: webhook, url: \"http://127.0.0.1:9/in\", policy: {max_attempts: 1}}\n" +
-		"  - {name: slow, carrier: webhook, url: \"http://127.0.0.1:9/in\", policy: {max_attempts: 5, retry: {kind: constant, base: 1h}}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := startServer(context.Background(), f, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.shutdown(); err != nil {
-			t.Error(err)
-		}
-	})
-	base := "http://" + s.addr
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := runCLI(t, base, args...)
-		if err != nil {
-			t.Fatalf("herald %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
+	base := startCLIServer(t, "  - {name: fail, carrier: webhook, url: \"http://127.0.0.1:9/in\", policy: {max_attempts: 1}}\n"+
+		"  - {name: slow, carrier: webhook, url: \"http://127.0.0.1:9/in\", policy: {max_attempts: 5, retry: {kind: constant, base: 1h}}}\n")
+	must := mustCLI(t, base)
 	type view struct {
 		ID, Status, Payload, Text, Target, Lane string
 		Priority                                int

@@ -33,14 +33,13 @@ func runCLI(t *testing.T, base string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// TestRoomsCLI drives rooms, subscriptions, a publish and a pull through
-// the command line against a server: herald rooms, subs, publish, pull.
-func TestRoomsCLI(t *testing.T) {
-	t.Setenv("CLI_HOOK_SECRET", "own")
-	t.Setenv("CLI_SUB_SECRET", "theirs")
+// startCLIServer starts an in-process herald on SQLite with the key k1 of
+// tenant acme and routes (YAML lines under "routes:"), stopped when the
+// test ends, and returns its base URL.
+func startCLIServer(t *testing.T, routes string) string {
+	t.Helper()
 	f, err := config.Parse([]byte("listen: 127.0.0.1:0\nstore: sqlite:" + filepath.Join(t.TempDir(), "herald.db") + "\n" +
-		"api_keys: [{key: k1, tenant: acme}]\n" +
-		"routes: [{name: hooks, carrier: webhook, url: \"http://127.0.0.1:9/in\", secret_env: CLI_HOOK_SECRET}]\n"))
+		"api_keys: [{key: k1, tenant: acme}]\nroutes:\n" + routes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +52,13 @@ func TestRoomsCLI(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	base := "http://" + s.addr
-	must := func(args ...string) string {
+	return "http://" + s.addr
+}
+
+// mustCLI returns a function that runs the CLI against base and fails the
+// test when it fails.
+func mustCLI(t *testing.T, base string) func(args ...string) string {
+	return func(args ...string) string {
 		t.Helper()
 		out, err := runCLI(t, base, args...)
 		if err != nil {
@@ -62,6 +66,15 @@ func TestRoomsCLI(t *testing.T) {
 		}
 		return out
 	}
+}
+
+// TestRoomsCLI drives rooms, subscriptions, a publish and a pull through
+// the command line against a server: herald rooms, subs, publish, pull.
+func TestRoomsCLI(t *testing.T) {
+	t.Setenv("CLI_HOOK_SECRET", "own")
+	t.Setenv("CLI_SUB_SECRET", "theirs")
+	base := startCLIServer(t, "  - {name: hooks, carrier: webhook, url: \"http://127.0.0.1:9/in\", secret_env: CLI_HOOK_SECRET}\n")
+	must := mustCLI(t, base)
 	var room struct{ Name, Expiration string }
 	if err := json.Unmarshal([]byte(must("rooms", "create", "orders", "--expiration", "1h", "--attempts", "2")), &room); err != nil || room.Expiration != "1h0m0s" {
 		t.Fatalf("rooms create: %+v %v", room, err)
