@@ -416,9 +416,23 @@ func (e *Engine) backpressure(r *route, m *Message, cause error, wait time.Durat
 // another actor (another node's reaper, a send that just finished, a
 // cancel) moved the message first: nothing to do.
 func (e *Engine) record(ctx context.Context, m *Message, t Transition) {
-	if err := e.apply(ctx, m, t); errors.Is(err, ErrConflict) {
+	err := e.apply(ctx, m, t)
+	if errors.Is(err, ErrConflict) {
 		e.obs.Problem("reap_conflict")
 		e.log.Debug("message moved on before the reaper", "id", m.ID, "from", t.From, "to", t.To)
+	}
+	if err == nil {
+		e.slotFreed(m, t)
+	}
+}
+
+// slotFreed wakes the dispatcher when t, applied by a loop other than the
+// dispatcher (a poll, a deadline, a carrier's event), gave back the
+// concurrency slot its message held on a gated route's lane: the lane's
+// next message can go at once, not at the dispatcher's next poll.
+func (e *Engine) slotFreed(m *Message, t Transition) {
+	if _, gated := e.admission[m.Route]; gated && t.From.InFlight() && !t.To.InFlight() {
+		e.nudge(e.wake)
 	}
 }
 

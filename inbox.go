@@ -161,6 +161,7 @@ func (e *Engine) onMessageOnce(ctx context.Context, r *route, ev Inbound, apply 
 		if err != nil {
 			return InboundSettle{}, false, err
 		}
+		e.slotFreed(m, t)
 	}
 	e.obs.Inbound(ev.Route, string(ev.Kind), "applied")
 	return done, false, nil

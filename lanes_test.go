@@ -461,3 +461,44 @@ func (s *recordingSink) lane() []herald.OutcomeEvent {
 	}
 	return out
 }
+
+// TestFreedSlotWakesTheDispatcher: on a lane capped at one, the next
+// message goes as soon as a poll ends the one in flight, not at the
+// dispatcher's next poll (an hour away here), for a pull task and for a
+// push message ended by its network's event.
+func TestFreedSlotWakesTheDispatcher(t *testing.T) {
+	for _, path := range []herald.Path{herald.PathPull, herald.PathPush} {
+		t.Run(path.String(), func(t *testing.T) {
+			var c herald.Carrier = &scripted{path: path, poll: herald.PollSucceeded}
+			if path == herald.PathPush {
+				c = &network{}
+			}
+			p, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
+			p.Admission = herald.Admission{Concurrency: 1}
+			r := newRigWith(t, func(cfg *herald.Config) { cfg.PollInterval = time.Hour }, []herald.Route{{Name: "dcu", Carrier: c, Policy: p}})
+			r.start()
+			unconfirmed := map[string]string{"confirmed": "false"} // push: delivered at its txack
+			first := r.send(herald.SendRequest{Route: "dcu", Target: "0102030405060708", Lane: "dcu-1", Text: "first", Params: unconfirmed})
+			second := r.send(herald.SendRequest{Route: "dcu", Target: "0102030405060708", Lane: "dcu-1", Text: "second", Params: unconfirmed})
+			r.settle()
+			if s := r.get(second.ID).Status; s != herald.StatusQueued {
+				t.Fatalf("second while the first holds the lane's slot: %s, want QUEUED", s)
+			}
+			if path == herald.PathPull {
+				r.advance(12 * time.Second) // the first poll, 10 s after acceptance (+ jitter 0 here)
+			} else {
+				body, _ := json.Marshal(networkEvent{Item: "q-" + first.ID})
+				if err := r.eng.Ingest(context.Background(), "dcu", "txack", "", body); err != nil {
+					t.Fatal(err)
+				}
+				r.settle()
+			}
+			if s := r.get(first.ID).Status; s != herald.StatusDeliverySuccessful {
+				t.Fatalf("first: %s, want DELIVERY_SUCCESSFUL", s)
+			}
+			if s := r.get(second.ID).Status; s != herald.StatusDeliveredToNS {
+				t.Fatalf("second once the first ended: %s, want DELIVERED_TO_NS (sent at once)", s)
+			}
+		})
+	}
+}
