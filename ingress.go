@@ -22,11 +22,7 @@ var ErrNoIngress = errors.New("route takes no carrier events")
 // nothing. An event that says nothing herald acts on (a join, a status)
 // returns nil and is only counted (Observer.Inbound).
 func (e *Engine) Ingest(ctx context.Context, route, eventType, contentType string, body []byte) error {
-	r, ok := e.routes[route]
-	if !ok {
-		return fmt.Errorf("route %q: %w", route, ErrNoIngress)
-	}
-	reader, ok := r.Carrier.(EventReader)
+	reader, ok := e.eventReader(route)
 	if !ok {
 		return fmt.Errorf("route %q: %w", route, ErrNoIngress)
 	}
@@ -65,15 +61,22 @@ func eventID(route, eventType string, body []byte) string {
 // IngressSecret returns the bearer token route's network sends with its
 // events, and whether route takes events at all.
 func (e *Engine) IngressSecret(route string) (secret string, ok bool) {
-	r, known := e.routes[route]
-	if !known {
-		return "", false
-	}
-	reader, ok := r.Carrier.(EventReader)
+	reader, ok := e.eventReader(route)
 	if !ok {
 		return "", false
 	}
 	return reader.IngressSecret(), true
+}
+
+// eventReader returns the carrier of route when its network sends events
+// back.
+func (e *Engine) eventReader(route string) (EventReader, bool) {
+	r, ok := e.routes[route]
+	if !ok {
+		return nil, false
+	}
+	reader, ok := r.Carrier.(EventReader)
+	return reader, ok
 }
 
 // listen runs the Listen of every route whose carrier receives its

@@ -167,6 +167,14 @@ const preloaders = 8
 
 // produce sends w.N messages over w's lanes from producers goroutines.
 func produce(ctx context.Context, eng *herald.Engine, w Workload, producers int, payload []byte) error {
+	return Send(ctx, eng, w.N, producers, func(i int64) herald.SendRequest {
+		return herald.SendRequest{Route: "bench", Target: "t", Lane: w.lane(i), Payload: payload}
+	})
+}
+
+// Send sends n messages, the i-th (from 1) made by req, from producers
+// goroutines as tenant "bench", and returns the first error.
+func Send(ctx context.Context, eng *herald.Engine, n, producers int, req func(i int64) herald.SendRequest) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, producers)
@@ -174,9 +182,8 @@ func produce(ctx context.Context, eng *herald.Engine, w Workload, producers int,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := next.Add(1); i <= int64(w.N); i = next.Add(1) {
-				req := herald.SendRequest{Route: "bench", Target: "t", Lane: w.lane(i), Payload: payload}
-				if _, _, err := eng.Send(ctx, "bench", req); err != nil {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if _, _, err := eng.Send(ctx, "bench", req(i)); err != nil {
 					errs <- err
 					return
 				}

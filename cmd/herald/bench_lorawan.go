@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -183,31 +182,15 @@ func runLoRa(ctx context.Context, w loraWorkload, peer string, newStore func() (
 // preloadLoRa stores w's messages, confirmed downlinks of a few bytes to
 // the devices in turn, from a few goroutines.
 func preloadLoRa(ctx context.Context, eng *herald.Engine, w loraWorkload, devices []cssim.Device) error {
-	const preloaders = 8
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, preloaders)
-	for range preloaders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(w.N); i = next.Add(1) - 1 {
-				req := herald.SendRequest{
-					Route:   benchLoRaRoute,
-					Target:  devices[i%int64(len(devices))].DevEUI,
-					Payload: []byte{0x01, byte(i >> 8), byte(i)},
-					Params:  map[string]string{chirpstack.ParamFPort: "10", chirpstack.ParamConfirmed: "true"},
-				}
-				if _, _, err := eng.Send(ctx, "bench", req); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return bench.Send(ctx, eng, w.N, 8, func(i int64) herald.SendRequest {
+		i-- // from 0
+		return herald.SendRequest{
+			Route:   benchLoRaRoute,
+			Target:  devices[i%int64(len(devices))].DevEUI,
+			Payload: []byte{0x01, byte(i >> 8), byte(i)},
+			Params:  map[string]string{chirpstack.ParamFPort: "10", chirpstack.ParamConfirmed: "true"},
+		}
+	})
 }
 
 // ingressCounter counts the answers of the ingress: 204 (the event is
