@@ -113,3 +113,36 @@ type Subscriber struct {
 	MaxAttempts int
 	Sink        EventSink
 }
+
+// LaneView is the JSON shape of a lane that users read (GET /v1/lanes). A
+// lane is shared by every tenant whose messages take it, so it shows
+// counts only: in_flight is a number, never the ids, which may be other
+// tenants' messages.
+type LaneView struct {
+	Route  string `json:"route"`
+	Lane   string `json:"lane"`
+	Queued int    `json:"queued"`
+	// InFlight counts the lane's messages in flight, of every tenant.
+	InFlight int `json:"in_flight"`
+	// PausedUntil and PauseReason say until when and why the lane is
+	// paused (backpressure, circuit_open, ...); null and "" when it is not.
+	PausedUntil *time.Time `json:"paused_until"`
+	PauseReason string     `json:"pause_reason"`
+	// NextAt is when the lane's spacing lets its next message go; null
+	// when one may go now.
+	NextAt *time.Time `json:"next_at"`
+}
+
+// View returns the shape of l that users read.
+func (l LaneState) View() LaneView {
+	return LaneView{Route: l.Route, Lane: l.Lane, Queued: l.Queued, InFlight: len(l.InFlight),
+		PausedUntil: utcOrNil(l.PausedUntil), PauseReason: l.PauseReason, NextAt: utcOrNil(l.NextAt)}
+}
+
+// utcOrNil is t in UTC, or nil (JSON null) when t is zero.
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return utcPtr(t)
+}

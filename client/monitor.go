@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/heraldmq/herald"
 )
@@ -33,25 +32,6 @@ func (c *Client) Health(ctx context.Context) (herald.Health, error) {
 	return h, nil
 }
 
-// Lane is one lane in the answer of Lanes. A lane is shared by every
-// tenant whose messages take it, so it shows counts, never message ids.
-type Lane struct {
-	// Route and Lane name the lane.
-	Route string `json:"route"`
-	Lane  string `json:"lane"`
-	// Queued counts the lane's QUEUED messages, due or not.
-	Queued int `json:"queued"`
-	// InFlight counts the lane's messages in flight.
-	InFlight int `json:"in_flight"`
-	// PausedUntil and PauseReason say until when and why the lane is
-	// paused (backpressure, circuit_open, ...); nil and "" when it is not.
-	PausedUntil *time.Time `json:"paused_until"`
-	PauseReason string     `json:"pause_reason"`
-	// NextAt is when the lane's spacing lets its next message go; nil
-	// when one may go now.
-	NextAt *time.Time `json:"next_at"`
-}
-
 // LaneFilter selects the lanes of Lanes; every field is optional.
 type LaneFilter struct {
 	// Route keeps the lanes of this route only; an unknown route is a 400
@@ -64,14 +44,14 @@ type LaneFilter struct {
 
 // Lanes returns the busiest lanes of the routes with flow control, by
 // queued plus in flight (GET /v1/lanes).
-func (c *Client) Lanes(ctx context.Context, f LaneFilter) ([]Lane, error) {
+func (c *Client) Lanes(ctx context.Context, f LaneFilter) ([]herald.LaneView, error) {
 	v := url.Values{}
 	setNonEmpty(v, "route", f.Route)
 	if f.Limit != 0 {
 		v.Set("limit", strconv.Itoa(f.Limit))
 	}
 	var out struct {
-		Lanes []Lane `json:"lanes"`
+		Lanes []herald.LaneView `json:"lanes"`
 	}
 	if _, err := c.call(ctx, call{method: http.MethodGet, path: "/v1/lanes" + query(v), out: &out, retry: true}); err != nil {
 		return nil, fmt.Errorf("herald: lanes: %w", err)

@@ -3,32 +3,13 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/heraldmq/herald"
 )
 
-// laneView is one lane in the answer of GET /v1/lanes. A lane is shared by
-// every tenant whose messages take it, so it shows counts only: in_flight
-// is a number, never the ids, which may be other tenants' messages.
-type laneView struct {
-	Route  string `json:"route"`
-	Lane   string `json:"lane"`
-	Queued int    `json:"queued"`
-	// InFlight counts the lane's messages in flight, of every tenant.
-	InFlight int `json:"in_flight"`
-	// PausedUntil and PauseReason say until when and why the lane is
-	// paused (backpressure); null and "" when it is not.
-	PausedUntil *time.Time `json:"paused_until"`
-	PauseReason string     `json:"pause_reason"`
-	// NextAt is when the lane's spacing lets its next message go; null
-	// when it may go now.
-	NextAt *time.Time `json:"next_at"`
-}
-
 // lanesBody is the answer of GET /v1/lanes.
 type lanesBody struct {
-	Lanes []laneView `json:"lanes"`
+	Lanes []herald.LaneView `json:"lanes"`
 }
 
 // lanes handles GET /v1/lanes?route=&limit=: the busiest lanes of the
@@ -49,21 +30,9 @@ func (a *api) lanes(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	body := lanesBody{Lanes: make([]laneView, 0, len(lanes))}
+	body := lanesBody{Lanes: make([]herald.LaneView, 0, len(lanes))}
 	for _, l := range lanes {
-		body.Lanes = append(body.Lanes, laneView{
-			Route: l.Route, Lane: l.Lane, Queued: l.Queued, InFlight: len(l.InFlight),
-			PausedUntil: timeOrNull(l.PausedUntil), PauseReason: l.PauseReason, NextAt: timeOrNull(l.NextAt),
-		})
+		body.Lanes = append(body.Lanes, l.View())
 	}
 	writeJSON(w, http.StatusOK, body)
-}
-
-// timeOrNull is t in UTC, or nil (JSON null) when t is zero.
-func timeOrNull(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
