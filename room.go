@@ -158,8 +158,31 @@ type RoomEvent struct {
 
 // Delivery is the message that carries an event to one subscription.
 type Delivery struct {
-	SubscriptionID string
-	MessageID      string
+	SubscriptionID string `json:"subscription_id"`
+	MessageID      string `json:"message_id"`
+}
+
+// RoomEventView is the JSON shape of a room event that users read (the
+// answer of a publish, GET /v1/rooms/{room}/events/{id}).
+type RoomEventView struct {
+	ID            string          `json:"event_id"`
+	Room          string          `json:"room"`
+	Type          string          `json:"type"`
+	Version       string          `json:"version"`
+	Data          json.RawMessage `json:"data"`
+	CorrelationID string          `json:"correlation_id"`
+	CreatedAt     time.Time       `json:"created_at"`
+	Deliveries    []Delivery      `json:"deliveries"`
+}
+
+// View returns the shape of ev that users read.
+func (ev *RoomEvent) View() RoomEventView {
+	deliveries := ev.Deliveries
+	if deliveries == nil {
+		deliveries = []Delivery{}
+	}
+	return RoomEventView{ID: ev.ID, Room: ev.Room, Type: ev.Type, Version: ev.Version, Data: ev.Data,
+		CorrelationID: ev.CorrelationID, CreatedAt: ev.CreatedAt.UTC(), Deliveries: deliveries}
 }
 
 // Publication is a Store.Publish: an event and its deliveries, made for

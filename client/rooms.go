@@ -183,62 +183,7 @@ type PublishRequest struct {
 
 // Event is an event published to a room, with its deliveries: one per
 // subscription that took it, each a message (Get reads it).
-type Event struct {
-	ID            string
-	Room          string
-	Type          string
-	Version       string
-	Data          json.RawMessage
-	CorrelationID string
-	CreatedAt     time.Time
-	Deliveries    []herald.Delivery
-}
-
-// eventJSON is the JSON shape of an Event.
-type eventJSON struct {
-	ID            string            `json:"event_id"`
-	Room          string            `json:"room"`
-	Type          string            `json:"type"`
-	Version       string            `json:"version"`
-	Data          json.RawMessage   `json:"data"`
-	CorrelationID string            `json:"correlation_id"`
-	CreatedAt     time.Time         `json:"created_at"`
-	Deliveries    []deliveryRefJSON `json:"deliveries"`
-}
-
-// deliveryRefJSON is the JSON shape of a herald.Delivery.
-type deliveryRefJSON struct {
-	SubscriptionID string `json:"subscription_id"`
-	MessageID      string `json:"message_id"`
-}
-
-// MarshalJSON returns e in the API's shape.
-func (e Event) MarshalJSON() ([]byte, error) {
-	j := eventJSON{ID: e.ID, Room: e.Room, Type: e.Type, Version: e.Version, Data: e.Data,
-		CorrelationID: e.CorrelationID, CreatedAt: e.CreatedAt}
-	if j.Data == nil {
-		j.Data = json.RawMessage("null")
-	}
-	j.Deliveries = make([]deliveryRefJSON, len(e.Deliveries))
-	for i, d := range e.Deliveries {
-		j.Deliveries[i] = deliveryRefJSON(d)
-	}
-	return json.Marshal(j)
-}
-
-// UnmarshalJSON reads e from the API's shape.
-func (e *Event) UnmarshalJSON(data []byte) error {
-	var j eventJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
-	}
-	*e = Event{ID: j.ID, Room: j.Room, Type: j.Type, Version: j.Version, Data: j.Data,
-		CorrelationID: j.CorrelationID, CreatedAt: j.CreatedAt}
-	for _, d := range j.Deliveries {
-		e.Deliveries = append(e.Deliveries, herald.Delivery(d))
-	}
-	return nil
-}
+type Event = herald.RoomEventView
 
 // PullRequest says how much Pull leases, and for how long.
 type PullRequest struct {

@@ -336,10 +336,10 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 		`{"type":"push","url":"https://example.com/hook","secret_env":"ORDERS_SECRET","event_types":[{"type":"order.created"}]}`, 201)).ID
 	call("GET", "/v1/rooms/orders/subscriptions", keyA, "", 200)
 	call("GET", "/v1/subscriptions/"+pull, keyA, "", 200)
-	ev := decode[eventView](t, call("POST", "/v1/rooms/orders/events", keyA,
+	ev := decode[herald.RoomEventView](t, call("POST", "/v1/rooms/orders/events", keyA,
 		`{"type":"order.created","version":1,"data":{"order":7},"correlation_id":"o-7"}`, 202,
 		"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
-	call("GET", "/v1/rooms/orders/events/"+ev.EventID, keyA, "", 200)
+	call("GET", "/v1/rooms/orders/events/"+ev.ID, keyA, "", 200)
 	leased := decode[map[string][]herald.DeliveryView](t, call("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"max":5,"lease":"30s"}`, 200))["deliveries"]
 	if len(leased) != 1 {
 		t.Fatalf("pulled %d deliveries, want 1", len(leased))

@@ -302,33 +302,6 @@ type eventBody struct {
 	CorrelationID string          `json:"correlation_id"`
 }
 
-// deliveryRef is one of an event's deliveries.
-type deliveryRef struct {
-	SubscriptionID string `json:"subscription_id"`
-	MessageID      string `json:"message_id"`
-}
-
-// eventView is the JSON shape of a room event.
-type eventView struct {
-	EventID       string          `json:"event_id"`
-	Room          string          `json:"room"`
-	Type          string          `json:"type"`
-	Version       string          `json:"version"`
-	Data          json.RawMessage `json:"data"`
-	CorrelationID string          `json:"correlation_id"`
-	CreatedAt     time.Time       `json:"created_at"`
-	Deliveries    []deliveryRef   `json:"deliveries"`
-}
-
-func viewEvent(ev *herald.RoomEvent) eventView {
-	v := eventView{EventID: ev.ID, Room: ev.Room, Type: ev.Type, Version: ev.Version, Data: ev.Data,
-		CorrelationID: ev.CorrelationID, CreatedAt: ev.CreatedAt.UTC(), Deliveries: make([]deliveryRef, len(ev.Deliveries))}
-	for i, d := range ev.Deliveries {
-		v.Deliveries[i] = deliveryRef(d)
-	}
-	return v
-}
-
 // publish handles POST /v1/rooms/{room}/events: 202 and the event, with
 // one delivery per subscription that takes it.
 func (a *api) publish(w http.ResponseWriter, r *http.Request) {
@@ -353,7 +326,7 @@ func (a *api) publish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/rooms/"+ev.Room+"/events/"+ev.ID)
-	writeJSON(w, http.StatusAccepted, viewEvent(ev))
+	writeJSON(w, http.StatusAccepted, ev.View())
 }
 
 // getEvent handles GET /v1/rooms/{room}/events/{id}.
@@ -366,7 +339,7 @@ func (a *api) getEvent(w http.ResponseWriter, r *http.Request) {
 		a.failRooms(w, r, err, "event")
 		return
 	}
-	writeJSON(w, http.StatusOK, viewEvent(ev))
+	writeJSON(w, http.StatusOK, ev.View())
 }
 
 // pullBody is the body of POST /v1/subscriptions/{id}/pull; both fields

@@ -118,7 +118,7 @@ func TestPublishPullAck(t *testing.T) {
 
 	rec := f.do("POST", "/v1/rooms/orders/events", keyA, `{"type":"order.created","version":1,"data":{"id":7},"correlation_id":"c-9"}`)
 	wantStatus(t, rec, http.StatusAccepted)
-	ev := decode[eventView](t, rec)
+	ev := decode[herald.RoomEventView](t, rec)
 	if len(ev.Deliveries) != 2 || ev.Deliveries[0].SubscriptionID != push || ev.Deliveries[1].SubscriptionID != pull {
 		t.Fatalf("deliveries %+v, want the push and the first pull subscription's", ev.Deliveries)
 	}
@@ -131,8 +131,8 @@ func TestPublishPullAck(t *testing.T) {
 	if got := f.list("/v1/messages?correlation_id=c-9", keyA); len(got.Messages) != 2 {
 		t.Errorf("messages of the event's correlation id: %d, want 2", len(got.Messages))
 	}
-	wantStatus(t, f.do("GET", "/v1/rooms/orders/events/"+ev.EventID, keyA, ""), http.StatusOK)
-	wantError(t, f.do("GET", "/v1/rooms/orders/events/"+ev.EventID, keyB, ""), http.StatusNotFound, codeNotFound)
+	wantStatus(t, f.do("GET", "/v1/rooms/orders/events/"+ev.ID, keyA, ""), http.StatusOK)
+	wantError(t, f.do("GET", "/v1/rooms/orders/events/"+ev.ID, keyB, ""), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("POST", "/v1/rooms/nope/events", keyA, `{"type":"t"}`), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("POST", "/v1/rooms/orders/events", keyA, `{"data":1}`), http.StatusBadRequest, codeMissingField)
 
@@ -142,7 +142,7 @@ func TestPublishPullAck(t *testing.T) {
 	rec = f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"max":10,"lease":"1m"}`)
 	wantStatus(t, rec, http.StatusOK)
 	got := decode[map[string][]herald.DeliveryView](t, rec)["deliveries"]
-	if len(got) != 1 || got[0].ID != ev.Deliveries[1].MessageID || got[0].EventID != ev.EventID || string(got[0].Data) != `{"id":7}` ||
+	if len(got) != 1 || got[0].ID != ev.Deliveries[1].MessageID || got[0].EventID != ev.ID || string(got[0].Data) != `{"id":7}` ||
 		got[0].Type != "order.created" || got[0].Version != "1" || got[0].CorrelationID != "c-9" || got[0].Attempt != 0 {
 		t.Fatalf("pulled %+v", got)
 	}
@@ -154,7 +154,7 @@ func TestPublishPullAck(t *testing.T) {
 
 	rec = f.do("POST", "/v1/rooms/orders/events", keyA, `{"type":"order.paid"}`)
 	wantStatus(t, rec, http.StatusAccepted)
-	paid := decode[eventView](t, rec).Deliveries
+	paid := decode[herald.RoomEventView](t, rec).Deliveries
 	rec = f.do("POST", "/v1/subscriptions/"+other+"/pull", keyA, "")
 	wantStatus(t, rec, http.StatusOK)
 	rec = f.do("POST", "/v1/subscriptions/"+other+"/nack", keyA, `{"ids":["`+paid[len(paid)-1].MessageID+`"]}`)
