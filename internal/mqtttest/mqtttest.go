@@ -117,21 +117,10 @@ func (s *Server) start() error {
 		return err
 	}
 	logPath := filepath.Join(s.dir, "mosquitto.log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, end, err := proctest.Start(s.bin, []string{"-c", confPath}, logPath)
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	cmd := exec.Command(s.bin, "-c", confPath)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start mosquitto: %w", err)
-	}
-	end := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(end)
-	}()
 	s.cmd, s.end = cmd, end
 	if err := proctest.WaitReady(func() error { return handshake(s.Addr()) }, end, startTimeout); err != nil {
 		s.killLocked()

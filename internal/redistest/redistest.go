@@ -144,21 +144,10 @@ func (s *Server) start() error {
 		return fmt.Errorf("redis-server on port %d is already running", s.port)
 	}
 	logPath := filepath.Join(s.dir, "redis.log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, end, err := proctest.Start(s.bin, s.args(), logPath)
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	cmd := exec.Command(s.bin, s.args()...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
-	end := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(end)
-	}()
 	s.cmd, s.end = cmd, end
 	if err := proctest.WaitReady(func() error { return ping(s.Addr()) }, end, startTimeout); err != nil {
 		s.killLocked()
