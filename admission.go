@@ -61,6 +61,16 @@ type Admission struct {
 	Ordered bool
 	// Circuit is each lane's circuit breaker; zero for none.
 	Circuit Circuit
+	// ClaimAhead, when positive, moves the keeping of Concurrency from the
+	// claims to the node that dispatches the lane. The engine sets it
+	// (configuration does not) on a route whose carrier is direct, whose
+	// flight at the carrier is the call itself. A claim then takes a
+	// lane's messages only when none of them is in flight or those in
+	// flight are the claiming node's (Claim.Node), up to ClaimAhead in
+	// flight, and that node makes at most Concurrency carrier calls of the
+	// lane at once: one node at a time dispatches a lane, and claims its
+	// messages ahead of its sends, as it does an ungated route's.
+	ClaimAhead int
 }
 
 // Circuit is a lane's circuit breaker: after Failures transient failures

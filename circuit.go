@@ -2,8 +2,9 @@ package herald
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
 )
 
 // reportCircuit feeds the circuit breaker of m's lane, when its route has
@@ -29,14 +30,14 @@ func (e *Engine) reportCircuit(ctx context.Context, m *Message, failed bool) {
 		e.dispatchMu.Lock()
 		e.openCircuits[key] = ch.Until
 		e.dispatchMu.Unlock()
-		e.laneEvent(EventCircuitOpen, m.Route, m.Lane, ch)
+		e.laneEvent(ctx, EventCircuitOpen, m.Route, m.Lane, ch)
 	case ch.Closed:
 		e.dispatchMu.Lock()
 		delete(e.openCircuits, key)
 		e.dispatchMu.Unlock()
 		e.obs.Problem("circuit_closed")
 		e.log.Info("lane circuit closed: its messages go again", "route", m.Route, "lane", m.Lane)
-		e.laneEvent(EventCircuitClosed, m.Route, m.Lane, ch)
+		e.laneEvent(ctx, EventCircuitClosed, m.Route, m.Lane, ch)
 	}
 }
 
@@ -72,35 +73,42 @@ const (
 	EventCircuitClosed = "lane.circuit_closed"
 )
 
-// laneEventTries bounds the deliveries of one lane event to a subscriber.
-const laneEventTries = 3
-
-// laneEvent sends a lane event to every subscriber, in the background,
-// with a few tries. Unlike outcome events, lane events are not kept in the
-// store: one in flight when the process stops is lost.
-func (e *Engine) laneEvent(typ, route, lane string, ch CircuitChange) {
+// laneEvent enqueues a lane event for every subscriber in the outbox, which
+// delivers it as it does the others (retries, dead letters). While the
+// store is unavailable it tries a few times, as a send's result does.
+func (e *Engine) laneEvent(ctx context.Context, typ, route, lane string, ch CircuitChange) {
+	if len(e.subscribers) == 0 {
+		return
+	}
 	now := e.clock.Now()
-	ev := OutcomeEvent{
-		ID: fmt.Sprintf("%s.%s.%s.%d", typ, route, lane, now.UnixMilli()), Type: Status(typ), At: now.UTC(),
-		Lane: &LaneEventView{Route: route, Lane: lane, Failures: ch.Failures},
-	}
+	view := LaneEventView{Route: route, Lane: lane, Failures: ch.Failures}
 	if ch.Opened {
-		ev.Lane.Until = utcPtr(ch.Until)
+		view.Until = utcPtr(ch.Until)
 	}
-	for _, sub := range e.subscribers {
-		e.spawn(func() {
-			for try := 1; try <= laneEventTries; try++ {
-				ctx, cancel := context.WithTimeout(e.sendCtx, 10*time.Second)
-				err := sub.Sink.Deliver(ctx, ev)
-				cancel()
-				if err == nil || e.sendCtx.Err() != nil {
-					return
-				}
-				e.problem("event_retry", "deliver lane event", "subscriber", sub.Name, "type", typ, "err", err)
-				if !e.sleep(e.sendCtx, backoff(try)) {
-					return
-				}
-			}
-		})
+	data, err := json.Marshal(view)
+	if err != nil {
+		e.problem("event_lost", "encode lane event", "type", typ, "err", err)
+		return
 	}
+	ev := &Event{ID: fmt.Sprintf("%s.%s.%s.%d", typ, route, lane, now.UnixMilli()), Type: Status(typ), At: now, Data: data}
+	notify := make([]string, len(e.subscribers))
+	for i, sub := range e.subscribers {
+		notify[i] = sub.Name
+	}
+	for try := 1; ; try++ {
+		err := e.store.SettleInbound(ctx, InboundSettle{Event: ev, Notify: notify})
+		if err == nil {
+			e.nudge(e.eventPending)
+			return
+		}
+		if !errors.Is(err, ErrStoreUnavailable) || try == resultRetries || !e.sleep(ctx, backoff(try)) {
+			e.problem("event_lost", "store lane event", "type", typ, "route", route, "lane", lane, "err", err)
+			return
+		}
+	}
+}
+
+// isLaneEvent reports whether typ is the type of a lane event.
+func isLaneEvent(typ Status) bool {
+	return typ == EventCircuitOpen || typ == EventCircuitClosed
 }

@@ -33,10 +33,11 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 	for {
 		e.dispatchMu.Lock()
 		e.startPrefetched()
-		limit, gated := 0, 0
+		limit, gated, kept := 0, 0, 0
 		if claiming < maxClaims && !idle {
 			limit = e.claimWant()
 			gated = e.gatedLimit(limit)
+			kept = e.keptAhead()
 			e.claimingN += limit
 			if e.timed {
 				e.claimingTimed += gated
@@ -49,7 +50,7 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 			e.busy.Add(1) // handed back with the result
 			since := wakes
 			go func() {
-				c := e.claimAhead(ctx, limit, gated)
+				c := e.claimAhead(ctx, limit, gated, kept)
 				c.since = since
 				claims <- c
 			}()
@@ -113,9 +114,10 @@ type claimed struct {
 }
 
 // claimAhead claims up to limit messages, of gated routes at most gated,
-// into the prefetched buffer.
-func (e *Engine) claimAhead(ctx context.Context, limit, gated int) claimed {
-	msgs, err := e.claimMessages(ctx, limit, gated)
+// of each lane this node keeps at most kept ahead (Claim.KeptAhead), into
+// the prefetched buffer.
+func (e *Engine) claimAhead(ctx context.Context, limit, gated, kept int) claimed {
+	msgs, err := e.claimMessages(ctx, limit, gated, kept)
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
 	e.claimingN -= limit
@@ -134,11 +136,12 @@ func (e *Engine) claimAhead(ctx context.Context, limit, gated int) claimed {
 
 // claimWant returns how many messages the next claim should take, 0 for
 // none yet: the free send slots plus pace's margin, less what is claimed
-// or being claimed, once that is down to half the margin. A claim takes
-// at most ClaimBatch; the pending tokens bound it.
+// or being claimed (but the claimed that wait for a call of their lane,
+// which the slots cannot take now), once that is down to half the margin.
+// A claim takes at most ClaimBatch; the pending tokens bound it.
 func (e *Engine) claimWant() int {
 	free := cap(e.slots) - len(e.slots)
-	have := len(e.prefetched) + e.claimingN
+	have := len(e.prefetched) - e.laneKept + e.claimingN
 	if have > e.pace.ahead/2 {
 		return 0
 	}
@@ -177,33 +180,70 @@ func (e *Engine) timedRoute(route string) bool {
 }
 
 // startPrefetched starts sends from the prefetched buffer while send slots
-// are free, and returns how many it started. The caller holds dispatchMu.
+// are free, first in first out but for the messages of lanes that this
+// node keeps (Admission.ClaimAhead) and that have as many calls in flight
+// as their concurrency: those wait, in order, for one to end, or are
+// handed back (handedBack). It returns how many it started. The caller
+// holds dispatchMu.
 func (e *Engine) startPrefetched() int {
-	started := 0
-	for len(e.slots) < cap(e.slots) && len(e.prefetched) > 0 {
-		m := e.prefetched[0]
-		e.prefetched = e.prefetched[1:]
+	started, kept, i := 0, 0, 0 // e.prefetched[:kept] wait for their lane; [kept:i] were taken
+	for ; i < len(e.prefetched) && len(e.slots) < cap(e.slots); i++ {
+		m := e.prefetched[i]
+		if e.keptLane(m) {
+			if e.handedBack(m) {
+				continue
+			}
+			if e.laneCalls[laneKey{m.Route, m.Lane}] >= e.admission[m.Route].Concurrency {
+				e.prefetched[kept] = m
+				kept++
+				continue
+			}
+		}
 		if e.stale(m) || e.heldByCircuit(m) {
 			continue
 		}
 		e.startSend(m)
 		started++
 	}
-	if len(e.slots) < cap(e.slots) {
+	e.laneKept = kept
+	if len(e.slots) < cap(e.slots) && kept == 0 {
 		e.pace.noteStarved()
 	}
+	// What is left: the kept, in order, then the ones not looked at.
+	copy(e.prefetched[i-kept:i], e.prefetched[:kept])
+	clear(e.prefetched[:i-kept])
+	e.prefetched = e.prefetched[i-kept:]
 	return started
 }
 
+// keptAhead returns how far ahead of its calls a claim may take the
+// messages of a lane this node keeps (Claim.KeptAhead): three quarters of
+// the pending tokens, shared by the lanes with calls in flight and one
+// more, so that lanes whose calls are slow cannot take every token and
+// keep the other lanes' messages from being claimed. The caller holds
+// dispatchMu.
+func (e *Engine) keptAhead() int {
+	return 3 * cap(e.pending) / 4 / (len(e.laneCalls) + 1)
+}
+
+// keptLane reports whether m's lane is kept by the node that claimed it
+// (Admission.ClaimAhead).
+func (e *Engine) keptLane(m *Message) bool {
+	return e.admission[m.Route].ClaimAhead > 0
+}
+
 // claimMessages claims up to limit due messages, of gated routes at most
-// gated, taking a pending token for each.
-func (e *Engine) claimMessages(ctx context.Context, limit, gated int) ([]*Message, error) {
+// gated, of each lane this node keeps at most kept ahead, taking a pending
+// token for each.
+func (e *Engine) claimMessages(ctx context.Context, limit, gated, kept int) ([]*Message, error) {
 	msgs, err := e.store.Claim(ctx, Claim{
 		Now:            e.clock.Now(),
 		Limit:          limit,
 		AcceptTimeouts: e.acceptTimeouts,
 		DefaultAccept:  e.defaultAccept,
 		GatedLimit:     gated,
+		Node:           e.node,
+		KeptAhead:      kept,
 	})
 	if err != nil {
 		return nil, err
@@ -248,6 +288,44 @@ func (e *Engine) timedAhead() int {
 	return n
 }
 
+// handedBack hands m, of a lane this node keeps, back to the lane when it
+// waited so long for a call of its lane that less than half its accept
+// timeout is left (see stale): TO_RETRY, due at once, its attempt undone.
+// The caller holds dispatchMu.
+func (e *Engine) handedBack(m *Message) bool {
+	now := e.clock.Now()
+	if m.Deadline.Sub(now) > e.acceptTimeout(m.Route)/2 {
+		return false
+	}
+	e.handBack(m, now, "lane busy", "waited too long for a call of its lane")
+	return true
+}
+
+// handBack gives claimed message m, not sent, back at now: TO_RETRY, due
+// at once, its attempt undone, its pending token returned once recorded.
+func (e *Engine) handBack(m *Message, now time.Time, reason, why string) {
+	e.spawn(func() {
+		defer func() { <-e.pending }()
+		e.recordResult(e.sendCtx, m, Transition{From: StatusSentToNS, To: StatusToRetry, Lease: m.Lease, At: now,
+			DueAt: now, Reason: reason, LastError: why, UndoAttempt: true})
+	})
+}
+
+// handBackPrefetched hands back the messages claimed but not sent once
+// the dispatch loop has stopped, so that another node, or this one
+// started again, sends them at once rather than after their deadline,
+// and with no attempt spent.
+func (e *Engine) handBackPrefetched() {
+	e.dispatchMu.Lock()
+	msgs := e.prefetched
+	e.prefetched, e.laneKept = nil, 0
+	e.dispatchMu.Unlock()
+	now := e.clock.Now()
+	for _, m := range msgs {
+		e.handBack(m, now, "handed back", "the dispatcher stopped before sending it")
+	}
+}
+
 // stale reports whether a prefetched message waited so long for a slot that
 // less than half its accept timeout is left: it is not sent, and the reaper
 // retries it after its deadline, so that no send can overlap the retry's.
@@ -266,6 +344,10 @@ func (e *Engine) stale(m *Message) bool {
 // frees from the prefetched buffer. The caller holds dispatchMu.
 func (e *Engine) startSend(m *Message) {
 	e.slots <- struct{}{}
+	key, kept := laneKey{m.Route, m.Lane}, e.keptLane(m)
+	if kept {
+		e.laneCalls[key]++
+	}
 	e.spawn(func() {
 		defer func() {
 			<-e.pending
@@ -274,6 +356,11 @@ func (e *Engine) startSend(m *Message) {
 		t, ok, outcome := e.tracedSend(m)
 		e.dispatchMu.Lock()
 		<-e.slots
+		if kept {
+			if e.laneCalls[key]--; e.laneCalls[key] == 0 {
+				delete(e.laneCalls, key)
+			}
+		}
 		if e.dispatching {
 			e.startPrefetched() // the next send goes at once, not after a wake of the dispatcher
 		}

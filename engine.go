@@ -115,7 +115,8 @@ type Engine struct {
 	// timed is whether any of them limits its lanes over time (Timed).
 	admission    map[string]Admission
 	timed        bool
-	admissionSet bool // the store has it; guarded by startMu
+	node         string // names this engine in its claims (Claim.Node)
+	admissionSet bool   // the store has it; guarded by startMu
 	latencies    latencyWindow
 	rooms        roomCache // the rooms published to, with their subscriptions
 
@@ -124,7 +125,15 @@ type Engine struct {
 	prefetched   []*Message            // claimed, waiting for a send slot; guarded by dispatchMu
 	pace         pace                  // how far to claim ahead; guarded by dispatchMu
 	openCircuits map[laneKey]time.Time // lanes this node saw open, until when; guarded by dispatchMu
-	claimingN    int                   // messages asked of the claims running; guarded by dispatchMu
+	// laneCalls counts the carrier calls in flight on each lane of a route
+	// with Admission.ClaimAhead, which this node keeps to the lane's
+	// Concurrency; guarded by dispatchMu.
+	laneCalls map[laneKey]int
+	// laneKept counts the prefetched messages that the last look at the
+	// buffer left waiting for a call of their lane: claims do not count
+	// them as claimed ahead; guarded by dispatchMu.
+	laneKept  int
+	claimingN int // messages asked of the claims running; guarded by dispatchMu
 	// claimingTimed is the gated messages the claims running may take
 	// when a route is limited over time (gatedLimit); guarded by dispatchMu.
 	claimingTimed  int
@@ -168,6 +177,7 @@ func New(cfg Config) (*Engine, error) {
 		defaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
 		admission:      make(map[string]Admission),
 		openCircuits:   make(map[laneKey]time.Time),
+		laneCalls:      make(map[laneKey]int),
 		subscribers:    cfg.Subscribers,
 		slots:          make(chan struct{}, cfg.Concurrency),
 		pending:        make(chan struct{}, 2*cfg.Concurrency+4*cfg.ClaimBatch),
@@ -207,6 +217,10 @@ func New(cfg Config) (*Engine, error) {
 		e.routes[r.Name] = &route{Route: r, classifier: c}
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
+			if a.Concurrency > 0 && !a.Timed() && r.Carrier.Path() == PathDirect {
+				// As far ahead as the claims of one node go (pace's most).
+				a.ClaimAhead = a.Concurrency + maxClaims*cfg.ClaimBatch
+			}
 			e.admission[r.Name] = a
 			e.timed = e.timed || a.Timed()
 		}
@@ -236,6 +250,7 @@ func New(cfg Config) (*Engine, error) {
 			e.subscribers[i].Retry = RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: 10 * time.Minute, Jitter: 0.2}
 		}
 	}
+	e.node = e.ids.next(e.clock.Now())
 	e.sendCtx, e.cancelSend = context.WithCancel(context.Background())
 	return e, nil
 }
@@ -321,9 +336,11 @@ func (e *Engine) Idle() bool {
 	return running && e.busy.Load() == 0
 }
 
-// Stop stops the loops and waits for the sends in flight to finish, or for
-// ctx to end, whichever is first. Messages whose send was cut short stay in
-// flight and are retried after their deadline.
+// Stop stops the loops, hands back the messages claimed but not sent
+// (TO_RETRY, due at once, attempt undone), and waits for the sends in
+// flight and those hand-backs to finish, or for ctx to end, whichever is
+// first. Messages whose send was cut short stay in flight and are retried
+// after their deadline.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.startMu.Lock()
 	cancel := e.cancel
@@ -332,6 +349,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	if cancel != nil {
 		cancel()
 		e.loops.Wait()
+		e.handBackPrefetched()
 	}
 	done := make(chan struct{})
 	go func() {

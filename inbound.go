@@ -97,8 +97,9 @@ type InboundSettle struct {
 	// come yet).
 	Later string
 	DueAt time.Time
-	// Uplink, when not nil, is an uplink event to enqueue in the outbox
-	// for each of Notify, in the same write as the rest.
-	Uplink *Event
+	// Event, when not nil, is an event about no message (its Data set: an
+	// uplink, a lane event) to enqueue in the outbox for each of Notify,
+	// in the same write as the rest.
+	Event  *Event
 	Notify []string
 }

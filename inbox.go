@@ -99,7 +99,7 @@ func (e *Engine) applyInbound(ctx context.Context, ev Inbound) {
 		e.problem("store_error", "settle carrier event", "route", ev.Route, "event", ev.ID, "err", err)
 		return
 	}
-	if s.Uplink != nil && len(s.Notify) > 0 {
+	if s.Event != nil && len(s.Notify) > 0 {
 		e.nudge(e.eventPending)
 	}
 }
@@ -244,7 +244,7 @@ func (e *Engine) applyUplink(ctx context.Context, up Inbound) (InboundSettle, er
 	e.obs.Inbound(up.Route, string(up.Kind), "uplink")
 	s := InboundSettle{Done: []string{up.ID}, Notify: e.notifyFor(EventUplink)}
 	if len(s.Notify) > 0 {
-		s.Uplink = &Event{ID: "uplink." + up.ID, Type: EventUplink, At: now, Data: up.Uplink}
+		s.Event = &Event{ID: "uplink." + up.ID, Type: EventUplink, At: now, Data: up.Uplink}
 	}
 	return s, nil
 }

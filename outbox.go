@@ -2,7 +2,9 @@ package herald
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -106,10 +108,17 @@ func (e *Engine) deliverEvent(ctx context.Context, ev Event) {
 }
 
 func (e *Engine) sendEvent(ctx context.Context, sub Subscriber, ev Event) error {
-	if ev.MessageID == "" { // about no message: an uplink
+	if ev.MessageID == "" { // about no message: a lane event or an uplink
+		out := OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC(), Uplink: ev.Data}
+		if isLaneEvent(ev.Type) {
+			out.Uplink, out.Lane = nil, &LaneEventView{}
+			if err := json.Unmarshal(ev.Data, out.Lane); err != nil {
+				return Permanent(fmt.Errorf("lane event %s: %w", ev.ID, err))
+			}
+		}
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		return sub.Sink.Deliver(ctx, OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC(), Uplink: ev.Data})
+		return sub.Sink.Deliver(ctx, out)
 	}
 	m, err := e.store.Get(ctx, ev.MessageID)
 	if errors.Is(err, ErrNotFound) {

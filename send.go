@@ -88,7 +88,8 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 		}
 		return nil, false, err
 	}
-	opt := CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled)}
+	var coalesced int
+	opt := CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled), Coalesced: &coalesced}
 	if ttl := r.Policy.DedupTTL; ttl > 0 {
 		m.DedupKey, opt.DedupSince = contentHash(m), now.Add(-ttl)
 	}
@@ -101,6 +102,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	switch {
 	case created:
 		e.obs.Transitioned(m.Route, "", StatusQueued)
+		for range coalesced {
+			e.obs.Problem(problemCoalesced)
+		}
 		e.nudge(e.wake)
 	case m.IdempotencyKey == "" || stored.IdempotencyKey != m.IdempotencyKey:
 		stored.Deduplicated = true
@@ -110,9 +114,13 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	return stored, created, nil
 }
 
-// problemDeduplicated is the Problem kind of a send answered with an
-// earlier delivered twin; Stats counts it.
-const problemDeduplicated = "deduplicated"
+// The Problem kinds that Stats counts: a send answered with an earlier
+// delivered twin, and a waiting message cancelled by a newer one with its
+// coalesce key.
+const (
+	problemDeduplicated = "deduplicated"
+	problemCoalesced    = "coalesced"
+)
 
 // contentHash is the dedup key of m: a hash of its route, target, payload
 // or text and params (in key order), each length-prefixed so that no two

@@ -32,8 +32,7 @@ type Stats struct {
 // Counters count what the engine did since it started: in memory, like
 // the latency window, so a restart sets them to zero; of every tenant and
 // route; and of this process only (each node sharing a store counts its
-// own). Coalesced messages are not counted: the store cancels them inside
-// Create and tells the engine nothing of them.
+// own).
 type Counters struct {
 	// Enqueued counts the messages Send created (not a replay, not an
 	// idempotent repeat, not a duplicate).
@@ -49,6 +48,9 @@ type Counters struct {
 	// Deduplicated counts the sends answered with an earlier delivered
 	// twin (dedup_ttl) instead of a new message.
 	Deduplicated int64 `json:"deduplicated"`
+	// Coalesced counts the waiting messages that a newer one with the
+	// same coalesce key cancelled.
+	Coalesced int64 `json:"coalesced"`
 }
 
 // Stats counts tenant's messages; an empty tenant counts everyone's.
@@ -98,8 +100,8 @@ func (e *Engine) Stats(ctx context.Context, tenant string) (Stats, error) {
 // everything on to the configured one.
 type countingObserver struct {
 	Observer
-	enqueued, succeeded, retried, deadLettered, deduplicated atomic.Int64
-	activity                                                 activityLog
+	enqueued, succeeded, retried, deadLettered, deduplicated, coalesced atomic.Int64
+	activity                                                            activityLog
 }
 
 func newCountingObserver(o Observer, clk clock.Clock) *countingObserver {
@@ -125,11 +127,15 @@ func (c *countingObserver) Transitioned(route string, from, to Status) {
 	c.Observer.Transitioned(route, from, to)
 }
 
-// Problem counts a deduplicated send (Send reports it as a problem of kind
-// problemDeduplicated).
+// Problem counts a deduplicated send and a coalesced message (Send
+// reports them as problems of kind problemDeduplicated and
+// problemCoalesced).
 func (c *countingObserver) Problem(kind string) {
-	if kind == problemDeduplicated {
+	switch kind {
+	case problemDeduplicated:
 		c.deduplicated.Add(1)
+	case problemCoalesced:
+		c.coalesced.Add(1)
 	}
 	c.Observer.Problem(kind)
 }
@@ -137,7 +143,7 @@ func (c *countingObserver) Problem(kind string) {
 func (c *countingObserver) counters() Counters {
 	return Counters{
 		Enqueued: c.enqueued.Load(), Succeeded: c.succeeded.Load(), Retried: c.retried.Load(),
-		DeadLettered: c.deadLettered.Load(), Deduplicated: c.deduplicated.Load(),
+		DeadLettered: c.deadLettered.Load(), Deduplicated: c.deduplicated.Load(), Coalesced: c.coalesced.Load(),
 	}
 }
 

@@ -44,7 +44,10 @@ type Store interface {
 	// tenant's TenantRate bucket on the route and in the route's RouteRate
 	// bucket, shared by its lanes and tenants (buckets start full); the
 	// lane not paused; on an Ordered route, no older message of the same
-	// target that is not terminal. Within a lane messages go by priority, then id;
+	// target that is not terminal. On a route with ClaimAhead, a lane's
+	// messages are claimed when none is in flight or those in flight were
+	// claimed by c.Node, up to ClaimAhead in flight in place of
+	// Concurrency. Within a lane messages go by priority, then id;
 	// across admissible lanes by their first message's priority, then id.
 	// A lane that admits nothing never keeps another lane's messages back.
 	// The claim updates the lanes' state in the same atomic step.
@@ -113,7 +116,9 @@ type Store interface {
 
 	// Prune deletes up to limit terminal messages last updated before
 	// before, and up to limit room events published before before, and
-	// returns how many of both.
+	// returns how many of both. It may also forget the state of lanes
+	// without messages whose spacing, pause and buckets ended before
+	// before (a forgotten lane reads as a fresh one, as it would be).
 	Prune(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// ClaimEvents returns up to limit outbox events due at now, and hides them
@@ -138,7 +143,7 @@ type Store interface {
 	InboundByCorrelation(ctx context.Context, route, correlation string) ([]Inbound, error)
 
 	// SettleInbound applies s in one write: deletes s.Done, makes s.Later
-	// due at s.DueAt, and enqueues s.Uplink for each of s.Notify (its ID
+	// due at s.DueAt, and enqueues s.Event for each of s.Notify (its ID
 	// and a subscriber's name make each outbox event's id; enqueueing an
 	// id twice keeps one). Unknown ids are skipped.
 	SettleInbound(ctx context.Context, s InboundSettle) error
@@ -212,6 +217,9 @@ type CreateOptions struct {
 	// DedupSince is the start of the dedup window of a message with a
 	// DedupKey.
 	DedupSince time.Time
+	// Coalesced, when not nil, is set to the number of messages that the
+	// create cancelled by coalescing, once it stored the new one.
+	Coalesced *int
 }
 
 // Claim is a request to Store.Claim.
@@ -224,6 +232,14 @@ type Claim struct {
 	// GatedLimit bounds the messages of gated routes in the claim (they
 	// count in Limit too); 0 claims none of them.
 	GatedLimit int
+	// Node names the claiming node, unique to the process: the lanes of a
+	// route with Admission.ClaimAhead are dispatched by one node at a time.
+	Node string
+	// KeptAhead, when positive, lowers for this claim the bound of the
+	// lanes of routes with Admission.ClaimAhead: at most the larger of
+	// their Concurrency and KeptAhead of their messages in flight (the
+	// node shares its buffer among the lanes it keeps).
+	KeptAhead int
 }
 
 // Transition is a compare-and-set of a message's status.

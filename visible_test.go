@@ -73,9 +73,9 @@ func (o *throttles) Throttled(route, reason string, lanePaused bool) {
 }
 
 // TestStatsCountWhatTheEngineDid: /v1/stats's counters count, for every
-// tenant, the messages created, delivered, retried, dead-lettered and
-// deduplicated since the engine started; an idempotent repeat counts as
-// nothing.
+// tenant, the messages created, delivered, retried, dead-lettered,
+// deduplicated and coalesced since the engine started; an idempotent
+// repeat counts as nothing.
 func TestStatsCountWhatTheEngineDid(t *testing.T) {
 	c := &byTarget{}
 	p, err := herald.ProfilePolicy(herald.ProfileChannel)
@@ -95,17 +95,19 @@ func TestStatsCountWhatTheEngineDid(t *testing.T) {
 	r.send(herald.SendRequest{Route: "hooks", Target: "fail", Text: "2"})
 	r.send(herald.SendRequest{Route: "hooks", Target: "flaky", Text: "3", IdempotencyKey: "k"})
 	r.send(herald.SendRequest{Route: "hooks", Target: "flaky", Text: "3", IdempotencyKey: "k"}) // the same message again
+	r.send(herald.SendRequest{Route: "hooks", Target: "ok", Text: "4", CoalesceKey: "c"})
+	r.send(herald.SendRequest{Route: "hooks", Target: "ok", Text: "5", CoalesceKey: "c"}) // cancels 4
 	if _, _, err := r.eng.Send(ctx, "other", herald.SendRequest{Route: "displays", Target: "dev", Text: "42"}); err != nil {
 		t.Fatal(err)
 	}
 	r.start()
-	r.settle() // ok and dev delivered, fail dead, flaky to retry
+	r.settle() // ok, 5 and dev delivered, fail dead, flaky to retry
 	if _, _, err := r.eng.Send(ctx, "other", herald.SendRequest{Route: "displays", Target: "dev", Text: "42"}); err != nil {
 		t.Fatal(err)
 	}
 	r.advance(5 * time.Second) // flaky delivered
 
-	want := herald.Counters{Enqueued: 4, Succeeded: 3, Retried: 1, DeadLettered: 1, Deduplicated: 1}
+	want := herald.Counters{Enqueued: 6, Succeeded: 4, Retried: 1, DeadLettered: 1, Deduplicated: 1, Coalesced: 1}
 	for _, tenant := range []string{"acme", "other"} {
 		s, err := r.eng.Stats(ctx, tenant)
 		if err != nil {

@@ -103,7 +103,7 @@ func TestValidatorCatchesDrift(t *testing.T) {
 	stats := `{"by_status":{"QUEUED":0,"SENT_TO_NS":0,"DELIVERED_TO_NS":0,"SENT_TO_DEVICE":0,"TO_RETRY":0,` +
 		`"DELIVERY_SUCCESSFUL":0,"DELIVERY_FAILED":0,"CANCELLED":0},"by_route":{},"oldest_queued_seconds":0,` +
 		`"success_rate":1,"latency_p50_ms":0,"latency_p99_ms":0,"dead_letters":0,"waiting":0,` +
-		`"enqueued":0,"succeeded":0,"retried":0,"dead_lettered":0,"deduplicated":0%s}`
+		`"enqueued":0,"succeeded":0,"retried":0,"dead_lettered":0,"deduplicated":0,"coalesced":0%s}`
 	for _, c := range []struct {
 		name   string
 		path   string

@@ -33,7 +33,10 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	}
 	switch reply := res.(type) {
 	case int64:
-		if reply == 1 {
+		if reply >= 1 {
+			if opt.Coalesced != nil {
+				*opt.Coalesced = int(reply - 1)
+			}
 			return &msg, true, nil
 		}
 		if reply == 0 {

@@ -58,18 +58,18 @@ func (s *Store) InboundByCorrelation(ctx context.Context, route, correlation str
 }
 
 // SettleInbound deletes st.Done, makes st.Later due at st.DueAt and
-// enqueues st.Uplink for each of st.Notify, in one script call. Unknown
+// enqueues st.Event for each of st.Notify, in one script call. Unknown
 // inbox events are skipped; an outbox event whose id is stored already
 // stays as it is.
 func (s *Store) SettleInbound(ctx context.Context, st herald.InboundSettle) error {
-	uplink := st.Uplink != nil && len(st.Notify) > 0
+	uplink := st.Event != nil && len(st.Notify) > 0
 	if len(st.Done) == 0 && st.Later == "" && !uplink {
 		return nil
 	}
 	args := make([]any, 0, 8+len(st.Done)+len(st.Notify))
 	args = append(args, st.Later, unixms.From(st.DueAt))
 	if uplink {
-		u := st.Uplink
+		u := st.Event
 		args = append(args, "1", u.ID, string(u.Type), unixms.From(u.At), u.Data)
 	} else {
 		args = append(args, "", "", "", 0, "")

@@ -31,7 +31,7 @@ import (
 // the lanes' messages in flight afresh, in the same call. Rules equal to
 // those kept change nothing but that count, which recount makes in steps.
 func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admission) error {
-	args := make([]any, 0, 2*len(rules))
+	args := make([]any, 0, 2*len(rules)+1)
 	for _, route := range slices.Sorted(maps.Keys(rules)) {
 		a := rules[route]
 		if err := a.Validate(); err != nil {
@@ -39,7 +39,7 @@ func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admiss
 		}
 		args = append(args, esc(route), admission(a))
 	}
-	res, err := s.eval(ctx, admissionScript, args...)
+	res, err := s.eval(ctx, admissionScript, append(args, s.laneClock)...)
 	if err == nil && res == int64(0) && len(rules) > 0 {
 		err = s.recount(ctx, args)
 	}
@@ -78,20 +78,25 @@ func (s *Store) recount(ctx context.Context, args []any) error {
 }
 
 // admission returns a as adm keeps it (see lua/lib.lua): its limits, then,
-// when it orders its lanes, has a circuit or a route bucket, those, then
-// the route bucket when it has one; a rule without them stays as the
-// versions before wrote it.
+// when it orders its lanes, has a circuit, a route bucket or a ClaimAhead,
+// those, then the route bucket, then the ClaimAhead when it has one; a
+// rule without them stays as the versions before wrote it, and a version
+// before, which reads no ClaimAhead, keeps the concurrency in its claims.
 func admission(a herald.Admission) string {
+	owned := a.ClaimAhead > 0
 	v := fmt.Sprintf("%d|%d|%d|%d|%d|%d", ms(a.Spacing), a.Concurrency, a.Rate.N, ms(a.Rate.Per), a.TenantRate.N, ms(a.TenantRate.Per))
-	if a.Ordered || a.Circuit.Failures > 0 || !a.RouteRate.IsZero() {
+	if a.Ordered || a.Circuit.Failures > 0 || !a.RouteRate.IsZero() || owned {
 		ordered := 0
 		if a.Ordered {
 			ordered = 1
 		}
 		v += fmt.Sprintf("|%d|%d|%d", ordered, a.Circuit.Failures, ms(a.Circuit.CoolDown))
 	}
-	if !a.RouteRate.IsZero() {
+	if !a.RouteRate.IsZero() || owned {
 		v += fmt.Sprintf("|%d|%d", a.RouteRate.N, ms(a.RouteRate.Per))
+	}
+	if owned {
+		v += fmt.Sprintf("|%d", a.ClaimAhead)
 	}
 	return v
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,180 @@ func TestInboxKeys(t *testing.T) {
 		if left, err := admin.Keys(ctx, s.keys[0]+pattern).Result(); err != nil || len(left) != 0 {
 			t.Errorf("keys %s of the inbox left once every event is done: %v, %v; want none", pattern, left, err)
 		}
+	}
+}
+
+// TestIdleLaneStateGoes: a lane's state (lst:) goes once the lane holds no
+// message and nothing of it holds any longer: at once when nothing does,
+// at the end of its spacing when that still does (a TTL), a day later
+// when its circuit counts failures; a message on the lane keeps it again. A
+// tenant's bucket goes a period after its last draw.
+func TestIdleLaneStateGoes(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	rules := map[string]herald.Admission{
+		"free":    {Concurrency: 5},
+		"spaced":  {Spacing: time.Hour, TenantRate: herald.Rate{N: 10, Per: time.Minute}},
+		"circuit": {Concurrency: 5, Circuit: herald.Circuit{Failures: 3, CoolDown: time.Minute}},
+	}
+	if err := s.SetAdmission(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, route := range []string{"free", "spaced", "circuit"} {
+		m := &herald.Message{ID: "m-" + route, Tenant: "acme", Route: route, Lane: "L", Text: "x", MaxAttempts: 3,
+			CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Second, Node: "n1"})
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("claim = %d, %v; want 3", len(msgs), err)
+	}
+	if _, err := s.ReportCircuit(ctx, herald.CircuitReport{Route: "circuit", Lane: "L", At: t0, Failed: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := s.Transition(ctx, herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ttl := func(key string) time.Duration {
+		t.Helper()
+		d, err := s.client.PTTL(ctx, s.key(key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := ttl("lst:free|L"); d != -2 {
+		t.Errorf("the state of an idle lane with nothing to keep: PTTL %v, want gone (-2)", d)
+	}
+	if d := ttl("lst:spaced|L"); d <= 0 {
+		t.Errorf("the state of an idle lane within its spacing: PTTL %v, want a TTL", d)
+	}
+	if d := ttl("tb:spaced|acme"); d <= 0 || d > time.Minute {
+		t.Errorf("a tenant's bucket drawn from: PTTL %v, want at most its period", d)
+	}
+	if d := ttl("lst:circuit|L"); d < 23*time.Hour || d > 24*time.Hour+time.Minute {
+		t.Errorf("the state of an idle lane whose circuit counts a failure: PTTL %v, want about a day", d)
+	}
+	m := &herald.Message{ID: "m-spaced-2", Tenant: "acme", Route: "spaced", Lane: "L", Text: "x", MaxAttempts: 3,
+		CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+	if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := ttl("lst:spaced|L"); d != -1 {
+		t.Errorf("the state of a lane that holds a message again: PTTL %v, want kept (-1)", d)
+	}
+	if got, err := s.Claim(ctx, herald.Claim{Now: t0.Add(time.Minute), Limit: 10, GatedLimit: 10, DefaultAccept: time.Second}); err != nil || len(got) != 0 {
+		t.Errorf("claim within the spacing = %d, %v; want none: the lane kept its spacing", len(got), err)
+	}
+}
+
+// TestLaneClockIsTheServers: with lane_clock=server (the default), a
+// lane's spacing holds in the Redis server's time, whatever time the
+// claiming node believes it is; with lane_clock=caller, a node whose clock
+// runs two hours ahead takes the next message at once.
+func TestLaneClockIsTheServers(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		clock     string
+		wantAhead int // messages the node ahead takes
+	}{{"", 0}, {"caller", 1}} {
+		s, err := Open(fmt.Sprintf("%s?prefix=clk%s%d&lane_clock=%s", srv.URL(), tc.clock, prefixes.Add(1), tc.clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.SetAdmission(ctx, map[string]herald.Admission{"g": {Spacing: time.Minute}}); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		for i := range 2 {
+			at := now.Add(-time.Hour)
+			m := &herald.Message{ID: fmt.Sprintf("m%d", i), Tenant: "acme", Route: "g", Lane: "L", Text: "x", MaxAttempts: 3,
+				CreatedAt: at, UpdatedAt: at, DueAt: at}
+			if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claim := func(at time.Time) int {
+			got, err := s.Claim(ctx, herald.Claim{Now: at, Limit: 10, GatedLimit: 10, DefaultAccept: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(got)
+		}
+		if n := claim(now); n != 1 {
+			t.Fatalf("lane_clock=%q: first claim took %d, want 1", tc.clock, n)
+		}
+		if n := claim(now.Add(2 * time.Hour)); n != tc.wantAhead {
+			t.Errorf("lane_clock=%q: a node two hours ahead took %d within the spacing, want %d", tc.clock, n, tc.wantAhead)
+		}
+	}
+}
+
+// TestCancelledLaneStateGoes: a lane whose one message is cancelled, in
+// lsched until then, forgets its state too (its place written, then gone).
+func TestCancelledLaneStateGoes(t *testing.T) {
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	if err := s.SetAdmission(ctx, map[string]herald.Admission{"g": {Concurrency: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	m := &herald.Message{ID: "m1", Tenant: "acme", Route: "g", Lane: "L", Text: "x", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+	if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transition(ctx, herald.Transition{ID: "m1", From: herald.StatusQueued, To: herald.StatusCancelled, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.client.PTTL(ctx, s.key("lst:g|L")).Result(); err != nil || d != -2 {
+		t.Errorf("the state of a lane whose one message was cancelled: PTTL %v, %v; want gone (-2)", d, err)
+	}
+}
+
+// TestPassedLanesLeaveRoom: 300 lanes that this node keeps as far ahead as
+// the claim allows (KeptAhead) stay first in lsched and are passed over;
+// they do not use up the claim's budget of lanes that admit nothing, so a
+// newer lane behind them is claimed.
+func TestPassedLanesLeaveRoom(t *testing.T) {
+	const lanes = 300
+	s := open(t, redistest.Start(t), "")
+	ctx := t.Context()
+	if err := s.SetAdmission(ctx, map[string]herald.Admission{"g": {Concurrency: 1, ClaimAhead: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*herald.Message
+	for i := range lanes {
+		for range 5 {
+			msgs = append(msgs, &herald.Message{ID: fmt.Sprintf("m%06d", len(msgs)), Tenant: "acme", Route: "g",
+				Lane: fmt.Sprintf("L%04d", i), Text: "x", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0})
+		}
+	}
+	for _, m := range msgs {
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(limit int) int {
+		t.Helper()
+		got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: time.Minute, Node: "n1", KeptAhead: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	if got := claim(2 * lanes); got != 2*lanes {
+		t.Fatalf("the first claim took %d, want 2 of each of the %d lanes", got, lanes)
+	}
+	m := &herald.Message{ID: "new", Tenant: "acme", Route: "g", Lane: "NEW", Text: "x", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+	if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(10); got != 1 {
+		t.Errorf("a claim behind %d lanes kept as far ahead as allowed took %d, want lane NEW's one", lanes, got)
 	}
 }

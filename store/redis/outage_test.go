@@ -90,7 +90,7 @@ var everyMethod = []storeCall{
 	}},
 	{"SettleInbound", func(ctx context.Context, s *Store) error {
 		return s.SettleInbound(ctx, herald.InboundSettle{Done: []string{"no-such-event"}, Later: "other", DueAt: t0,
-			Uplink: &herald.Event{ID: "uplink.x", Type: "uplink", At: t0, Data: []byte("{}")}, Notify: []string{"hook"}})
+			Event: &herald.Event{ID: "uplink.x", Type: "uplink", At: t0, Data: []byte("{}")}, Notify: []string{"hook"}})
 	}},
 	{"Purge", func(ctx context.Context, s *Store) error { _, err := s.Purge(ctx, herald.PurgeQuery{}); return err }},
 	{"Prune", func(ctx context.Context, s *Store) error { _, err := s.Prune(ctx, t0.Add(time.Hour), 10); return err }},

@@ -79,6 +79,9 @@ const (
 type Store struct {
 	client goredis.UniversalClient
 	keys   []string // every script's KEYS: the key prefix
+	// laneClock is the clock of the lanes' limits, "server" or "caller"
+	// (the lane_clock option).
+	laneClock string
 
 	creates, transitions, publishes *batcher
 	workers                         sync.WaitGroup // the batchers'
@@ -94,6 +97,12 @@ type Store struct {
 //     Defaults to "herald".
 //   - cluster: true to speak the Redis Cluster protocol, following the
 //     slot's moves among the nodes.
+//   - lane_clock: server (the default) to keep the lanes' limits (spacing,
+//     buckets, pauses) in the Redis server's time, read inside each call,
+//     so that nodes whose clocks disagree still share them; caller to keep
+//     them in the times the callers give (Claim.Now, Transition.At), as
+//     tests on a fake clock need. Every node of a store should say the
+//     same: the last to start decides.
 //
 // Dial, read and write timeouts default to 2s, 3s and 3s, the pool to 64
 // connections, and failed commands are not retried (max_retries=-1): the
@@ -117,8 +126,17 @@ func Open(rawURL string) (*Store, error) {
 			return nil, fmt.Errorf("redis open %s: cluster=%q is not a boolean", u.Redacted(), v)
 		}
 	}
+	laneClock := q.Get("lane_clock")
+	switch laneClock {
+	case "":
+		laneClock = "server"
+	case "server", "caller":
+	default:
+		return nil, fmt.Errorf("redis open %s: lane_clock=%q: want server or caller", u.Redacted(), laneClock)
+	}
 	q.Del("prefix")
 	q.Del("cluster")
+	q.Del("lane_clock")
 	u.RawQuery = q.Encode()
 
 	var client goredis.UniversalClient
@@ -137,7 +155,7 @@ func Open(rawURL string) (*Store, error) {
 		setDefaults(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolSize, &opt.MaxRetries, &opt.DialerRetries)
 		client = goredis.NewClient(opt)
 	}
-	s := &Store{client: client, keys: []string{"{" + prefix + "}:"}, quit: make(chan struct{})}
+	s := &Store{client: client, keys: []string{"{" + prefix + "}:"}, quit: make(chan struct{}), laneClock: laneClock}
 	s.creates = newBatcher(s, createScript, 3, 64)
 	s.transitions = newBatcher(s, transitionScript, 4, 64)
 	s.publishes = newBatcher(s, publishScript, 2, 16)

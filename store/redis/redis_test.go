@@ -34,10 +34,11 @@ func TestMain(m *testing.M) {
 var prefixes atomic.Int64
 
 // open returns a Store on srv with a prefix of its own and the extra URL
-// query options opts ("&name=value..."). The test closes it.
+// query options opts ("&name=value..."), its lanes on the callers' clock
+// (the tests' times are fake). The test closes it.
 func open(tb testing.TB, srv *redistest.Server, opts string) *Store {
 	tb.Helper()
-	s, err := Open(fmt.Sprintf("%s?prefix=t%d%s", srv.URL(), prefixes.Add(1), opts))
+	s, err := Open(fmt.Sprintf("%s?prefix=t%d&lane_clock=caller%s", srv.URL(), prefixes.Add(1), opts))
 	if err != nil {
 		tb.Fatal(err)
 	}

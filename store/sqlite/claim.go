@@ -105,7 +105,7 @@ func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 		if claims, err = tx.claimWith(c, lease, true, string(idsJSON)); err != nil {
 			return nil, 0, err
 		}
-		if err := tx.claimedFrom(lanes); err != nil {
+		if err := tx.claimedFrom(lanes, c.Node); err != nil {
 			return nil, 0, err
 		}
 	}

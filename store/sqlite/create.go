@@ -20,8 +20,9 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 		return nil, false, wrap("create", err)
 	}
 	var (
-		stored  *herald.Message
-		created bool
+		stored    *herald.Message
+		created   bool
+		coalesced int
 	)
 	err = s.write(ctx, func(tx *wtx) error {
 		if msg.IdempotencyKey != "" {
@@ -39,7 +40,7 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 			}
 		}
 		if msg.CoalesceKey != "" {
-			if err := tx.coalesce(&msg, opt.CoalesceNotify); err != nil {
+			if coalesced, err = tx.coalesce(&msg, opt.CoalesceNotify); err != nil {
 				return err
 			}
 		}
@@ -51,6 +52,9 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	})
 	if err != nil {
 		return nil, false, wrap("create", err)
+	}
+	if created && opt.Coalesced != nil {
+		*opt.Coalesced = coalesced
 	}
 	return stored, created, nil
 }
@@ -77,7 +81,7 @@ func (tx *wtx) findDuplicate(m *herald.Message, since time.Time) (*herald.Messag
 }
 
 // coalesce cancels the waiting messages that m replaces.
-func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
+func (tx *wtx) coalesce(m *herald.Message, notify []string) (int, error) {
 	rows, err := tx.st.selectCoalesced.Query(m.Tenant, m.Route, m.CoalesceKey)
 	olds, err := collect(rows, err, func(sc rowScanner) (herald.Transition, error) {
 		t := herald.Transition{To: herald.StatusCancelled, At: m.CreatedAt, Reason: "coalesced", Notify: notify}
@@ -85,26 +89,26 @@ func (tx *wtx) coalesce(m *herald.Message, notify []string) error {
 		return t, err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, t := range olds {
 		if err := tx.transition(t); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(olds), nil
 }
 
 // insert stores m with its timeline, the creation entry.
 func (tx *wtx) insert(m *herald.Message, params string) error {
-	gated := tx.gated(m.Route)
+	gated, ordered := tx.gated(m.Route), tx.rules[m.Route].Ordered
 	if m.Pull {
-		gated = gatedPull
+		gated, ordered = gatedPull, false
 	}
 	_, err := tx.st.insertMessage.Exec(
 		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID, m.DedupKey,
 		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, unixms.From(m.CreatedAt),
 		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease, m.TraceParent,
-		gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]))
+		gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), ordered)
 	return err
 }

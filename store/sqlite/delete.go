@@ -36,7 +36,16 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, er
 			return err
 		}
 		events, err := deleted(tx.st.pruneEvents.Exec(unixms.From(before), limit))
+		if err != nil {
+			return err
+		}
 		n = msgs + events
+		// What the lanes kept of lanes and tenants idle since before goes
+		// too, uncounted: nothing of it is lost (see pruneLanes).
+		if _, err := tx.st.pruneLanes.Exec(unixms.From(before), limit); err != nil {
+			return err
+		}
+		_, err = tx.st.pruneBuckets.Exec(unixms.From(before), limit)
 		return err
 	})
 	return n, wrap("prune", err)

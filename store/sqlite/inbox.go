@@ -55,7 +55,7 @@ func (s *Store) InboundByCorrelation(ctx context.Context, route, correlation str
 	return evs, wrap("inbound by correlation", err)
 }
 
-// SettleInbound deletes s.Done, reschedules s.Later and enqueues s.Uplink
+// SettleInbound deletes s.Done, reschedules s.Later and enqueues s.Event
 // for s.Notify, in one transaction.
 func (s *Store) SettleInbound(ctx context.Context, settle herald.InboundSettle) error {
 	err := s.write(ctx, func(tx *wtx) error {
@@ -69,7 +69,7 @@ func (s *Store) SettleInbound(ctx context.Context, settle herald.InboundSettle) 
 				return err
 			}
 		}
-		if ev := settle.Uplink; ev != nil {
+		if ev := settle.Event; ev != nil {
 			for _, sub := range settle.Notify {
 				if _, err := tx.st.insertDataEvent.Exec(ev.ID+"."+sub, sub, string(ev.Type), unixms.From(ev.At), ev.Data); err != nil {
 					return err

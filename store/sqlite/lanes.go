@@ -36,6 +36,16 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 	if err != nil {
 		return err
 	}
+	ordered := []string{}
+	for _, r := range routes {
+		if rules[r].Ordered {
+			ordered = append(ordered, r)
+		}
+	}
+	orderedJSON, err := json.Marshal(ordered)
+	if err != nil {
+		return err
+	}
 	stmts := []struct {
 		query string
 		args  []any
@@ -45,8 +55,14 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 		// those of gated routes join them: each statement walks the partial
 		// indexes that hold the candidates, not the table, which holds the
 		// terminal messages of the last days too.
-		{`UPDATE messages SET gated = 0 WHERE id IN (SELECT id FROM messages INDEXED BY messages_target
-			WHERE gated = 1 AND ` + activeSQL + ` AND route NOT IN (SELECT value FROM json_each(?1)))`, []any{string(routesJSON)}},
+		{`UPDATE messages SET gated = 0 WHERE id IN (
+				SELECT id FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 AND route NOT IN (SELECT value FROM json_each(?1))
+				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
+					WHERE status = 'TO_RETRY' AND route NOT IN (SELECT value FROM json_each(?1))
+				UNION ALL SELECT id FROM messages INDEXED BY messages_lane_inflight
+					WHERE gated = 1 AND ` + inFlightSQL + ` AND route NOT IN (SELECT value FROM json_each(?1)))
+			AND gated = 1`, []any{string(routesJSON)}},
 		{`UPDATE messages SET gated = 1 WHERE id IN (
 				SELECT id FROM messages INDEXED BY messages_ready
 					WHERE status = 'QUEUED' AND gated = 0 AND route IN (SELECT value FROM json_each(?1))
@@ -56,10 +72,27 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 					WHERE ` + inFlightSQL + ` AND route IN (SELECT value FROM json_each(?1)))
 			AND gated = 0`, []any{string(routesJSON)}},
 		{`DELETE FROM lanes WHERE route NOT IN (SELECT value FROM json_each(?1))`, []any{string(routesJSON)}},
+		// Then ordered marks the active messages of the ordered routes, and
+		// no other: messages_target indexes them by target (an index of
+		// every gated message would cost every claim and end of a flight
+		// two writes more).
+		{`UPDATE messages SET ordered = 1 - ordered WHERE id IN (
+				SELECT id FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1
+				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
+					WHERE status = 'TO_RETRY'
+				UNION ALL SELECT id FROM messages INDEXED BY messages_lane_inflight
+					WHERE gated = 1 AND ` + inFlightSQL + `
+				UNION ALL SELECT id FROM messages INDEXED BY messages_target
+					WHERE ordered = 1 AND ` + activeSQL + `)
+			AND ordered != (gated = 1 AND route IN (SELECT value FROM json_each(?1)))`, []any{string(orderedJSON)}},
 	}
 	for _, r := range routes {
 		capacity := int64(noCap)
 		if c := rules[r].Concurrency; c > 0 {
+			capacity = int64(c)
+		}
+		if c := rules[r].ClaimAhead; c > 0 {
 			capacity = int64(c)
 		}
 		stmts = append(stmts, struct {
@@ -92,7 +125,7 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 		}
 	}
 	tx.rules = rules
-	tx.gatedJSON = string(routesJSON)
+	tx.gatedJSON, tx.orderedJSON = string(routesJSON), string(orderedJSON)
 	return nil
 }
 
@@ -130,6 +163,7 @@ type laneRow struct {
 	pausedUntil      int64
 	circuit          string
 	cool             int64
+	owner            string
 }
 
 // pickGated returns the ids of the gated messages that their lanes admit
@@ -159,7 +193,7 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 		rows, err := tx.st.readyLanes.Query(afterPrio, after, want)
 		page, err := collect(rows, err, func(sc rowScanner) (laneRow, error) {
 			var l laneRow
-			err := sc.Scan(&l.route, &l.lane, &l.headPrio, &l.headID, &l.inflight, &l.nextAt, &l.tokens, &l.tokensAt, &l.pausedUntil, &l.circuit, &l.cool)
+			err := sc.Scan(&l.route, &l.lane, &l.headPrio, &l.headID, &l.inflight, &l.nextAt, &l.tokens, &l.tokensAt, &l.pausedUntil, &l.circuit, &l.cool, &l.owner)
 			return l, err
 		})
 		if err != nil {
@@ -171,6 +205,12 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			a, ok := tx.rules[l.route]
 			if !ok {
 				continue
+			}
+			if a.ClaimAhead > 0 && l.inflight > 0 && l.owner != c.Node {
+				continue // another node dispatches it
+			}
+			if a.ClaimAhead > 0 && c.KeptAhead > 0 {
+				a.ClaimAhead = min(a.ClaimAhead, max(a.Concurrency, c.KeptAhead))
 			}
 			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets)
 			if err != nil {
@@ -210,12 +250,12 @@ type laneTaken struct {
 	n           int
 }
 
-// claimedFrom records in each lane what a claim took from it: its slots
-// and its new first message. (The lanes_update trigger leaves claims to
+// claimedFrom records in each lane what a claim by node took from it: its
+// slots, its new first message and its owner (Admission.ClaimAhead). (The lanes_update trigger leaves claims to
 // this, which does once per lane what it would do once per message.)
-func (tx *wtx) claimedFrom(lanes []laneTaken) error {
+func (tx *wtx) claimedFrom(lanes []laneTaken, node string) error {
 	for _, l := range lanes {
-		if _, err := tx.st.laneClaimed.Exec(l.route, l.lane, l.n); err != nil {
+		if _, err := tx.st.laneClaimed.Exec(l.route, l.lane, l.n, node); err != nil {
 			return err
 		}
 	}
@@ -227,7 +267,10 @@ func (tx *wtx) claimedFrom(lanes []laneTaken) error {
 func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket) (took []string, err error) {
 	nowMS := unixms.From(now)
 	n, park := room, int64(0)
-	if a.Concurrency > 0 {
+	switch {
+	case a.ClaimAhead > 0:
+		n = min(n, a.ClaimAhead-l.inflight)
+	case a.Concurrency > 0:
 		n = min(n, a.Concurrency-l.inflight)
 	}
 	if l.pausedUntil > nowMS {
@@ -278,7 +321,10 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	if !a.TenantRate.IsZero() {
 		look += lanePage
 	}
-	take := tx.st.laneTake
+	take := tx.st.laneTakeIDs
+	if !a.TenantRate.IsZero() {
+		take = tx.st.laneTake
+	}
 	if a.Ordered {
 		take = tx.st.laneTakeOrdered
 	}
@@ -498,8 +544,8 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 }
 
 // FirstActive returns the oldest message of route and target that is not
-// terminal, or "". Only gated routes' messages are indexed by target, and
-// ordered routes are gated.
+// terminal, or "". Only ordered routes' messages are indexed by target
+// (their column ordered, set by SetAdmission and Create).
 func (s *Store) FirstActive(ctx context.Context, route, target string) (string, error) {
 	var id string
 	err := s.rs.firstActive.QueryRowContext(ctx, route, target).Scan(&id)

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS messages (
 	last_error      TEXT NOT NULL,
 	lease           INTEGER NOT NULL,
 	gated           INTEGER NOT NULL DEFAULT 0,  -- 1: its route is gated, it goes through the lanes
+	ordered         INTEGER NOT NULL DEFAULT 0,  -- 1: its route is ordered (gated too): indexed by target
 	dedup_key       TEXT NOT NULL DEFAULT '',    -- content hash, when its route dedups
 	backoff         TEXT NOT NULL DEFAULT '',    -- its own Backoff (a room's delivery): 'delay_ms multiplier'
 	seq             INTEGER NOT NULL, -- status changes so far, creation included: numbers their events
@@ -73,7 +74,7 @@ CREATE INDEX IF NOT EXISTS messages_coalesce ON messages (tenant, route, coalesc
 	WHERE coalesce_key != '' AND (status = 'QUEUED' OR status = 'TO_RETRY');
 -- Ordered routes: the active messages of a target, oldest first.
 CREATE INDEX IF NOT EXISTS messages_target ON messages (route, target, id)
-	WHERE gated = 1 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
+	WHERE ordered = 1 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
 -- Create: content-hash dedup against the messages delivered lately.
 CREATE INDEX IF NOT EXISTS messages_dedup ON messages (tenant, route, dedup_key, updated_at)
 	WHERE dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL';
@@ -169,7 +170,7 @@ CREATE TABLE IF NOT EXISTS lanes (
 	head_prio    INTEGER NOT NULL DEFAULT 0,  -- the lane's first QUEUED message: priority
 	head_id      TEXT NOT NULL DEFAULT '',    -- and id; '' when none
 	inflight     INTEGER NOT NULL DEFAULT 0,  -- messages in flight
-	cap          INTEGER NOT NULL,            -- the route's concurrency; 2^62 for none
+	cap          INTEGER NOT NULL,            -- the route's concurrency (its ClaimAhead when set); 2^62 for none
 	ready_at     INTEGER NOT NULL DEFAULT 0,  -- parked until then (spacing, bucket, pause); 0: not parked
 	held         INTEGER NOT NULL DEFAULT 0,  -- 1: parked because it admitted nothing else (see lanes.go)
 	next_at      INTEGER NOT NULL DEFAULT 0,  -- spacing: the earliest next dispatch
@@ -180,6 +181,7 @@ CREATE TABLE IF NOT EXISTS lanes (
 	failures     INTEGER NOT NULL DEFAULT 0,  -- circuit: transient failures in a row
 	circuit      TEXT NOT NULL DEFAULT '',    -- '' closed, 'open', 'probing' (a probe is out)
 	cool         INTEGER NOT NULL DEFAULT 0,  -- the circuit's current cool-down, ms
+	owner        TEXT NOT NULL DEFAULT '',    -- ClaimAhead: the node whose claim took the messages in flight
 	PRIMARY KEY (route, lane)
 ) WITHOUT ROWID;
 -- The lanes a claim may take from, in claim order.
@@ -187,7 +189,7 @@ CREATE INDEX IF NOT EXISTS lanes_ready ON lanes (head_prio DESC, head_id)
 	WHERE head_id != '' AND ready_at = 0 AND inflight < cap;
 CREATE INDEX IF NOT EXISTS lanes_parked ON lanes (ready_at) WHERE ready_at > 0;
 
--- lane_caps holds each gated route's concurrency (2^62 for none), for the
+-- lane_caps holds each gated route's cap, as lanes.cap, for the
 -- triggers that make a lane's row.
 CREATE TABLE IF NOT EXISTS lane_caps (
 	route TEXT NOT NULL PRIMARY KEY,
@@ -226,31 +228,48 @@ END;
 -- A gated message that changes status: it may become the lane's head, stop
 -- being it, take a slot or give one back. A claim (QUEUED to SENT_TO_NS,
 -- which only claims make) records what it took in each lane itself, once
--- per lane (claimedFrom in lanes.go).
-CREATE TRIGGER IF NOT EXISTS lanes_update AFTER UPDATE OF status ON messages
-WHEN new.gated = 1 AND old.status != new.status AND NOT (old.status = 'QUEUED' AND new.status = 'SENT_TO_NS')
+-- per lane (claimedFrom in lanes.go). One trigger per kind of change, so
+-- that the usual one, the end of a flight, runs one statement. (The
+-- versions before kept all three in one, lanes_update: migrate drops it;
+-- the flight's trigger has its name, so that a version before, run on
+-- this database again, keeps the three rather than add its own.)
+CREATE TRIGGER IF NOT EXISTS lanes_requeued AFTER UPDATE OF status ON messages
+WHEN new.gated = 1 AND new.status = 'QUEUED' AND old.status != 'QUEUED'
 BEGIN
 	INSERT INTO lanes (route, lane, head_prio, head_id, cap)
-		SELECT new.route, new.lane, new.priority, new.id,
-			COALESCE((SELECT cap FROM lane_caps WHERE route = new.route), 4611686018427387904)
-		WHERE new.status = 'QUEUED'
+		VALUES (new.route, new.lane, new.priority, new.id,
+			COALESCE((SELECT cap FROM lane_caps WHERE route = new.route), 4611686018427387904))
 	ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id
 		WHERE head_id = '' OR excluded.head_prio > head_prio OR (excluded.head_prio = head_prio AND excluded.head_id < head_id);
+	-- A held lane may admit again once a message joins it.
+	UPDATE lanes SET ready_at = 0, held = 0 WHERE held = 1 AND route = new.route AND lane = new.lane;
+END;
+CREATE TRIGGER IF NOT EXISTS lanes_dequeued AFTER UPDATE OF status ON messages
+WHEN new.gated = 1 AND old.status = 'QUEUED' AND new.status != 'QUEUED' AND new.status != 'SENT_TO_NS'
+BEGIN
 	UPDATE lanes SET (head_id, head_prio) = (
 			SELECT id, priority FROM (SELECT id, priority FROM messages INDEXED BY messages_lane
 				WHERE status = 'QUEUED' AND gated = 1 AND route = new.route AND lane = new.lane
 				ORDER BY priority DESC, id LIMIT 1)
 			UNION ALL SELECT '', 0 LIMIT 1)
-	WHERE old.status = 'QUEUED' AND route = new.route AND lane = new.lane AND head_id = old.id;
+	WHERE route = new.route AND lane = new.lane AND head_id = old.id;
+END;
+-- A flight that starts (but by a claim) or ends; an end lets a held lane
+-- admit again.
+CREATE TRIGGER IF NOT EXISTS lanes_update AFTER UPDATE OF status ON messages
+WHEN new.gated = 1 AND old.status != new.status AND NOT (old.status = 'QUEUED' AND new.status = 'SENT_TO_NS')
+	AND ((new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
+			!= (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE')
+		OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED')
+BEGIN
 	UPDATE lanes SET inflight = inflight
 			+ (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
-			- (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE')
-	WHERE route = new.route AND lane = new.lane
-		AND (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
-			!= (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE');
-	-- A held lane may admit again once a message joins it or one of it ends.
-	UPDATE lanes SET ready_at = 0, held = 0 WHERE held = 1 AND route = new.route AND lane = new.lane
-		AND (new.status = 'QUEUED' OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED');
+			- (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE'),
+		ready_at = CASE WHEN held = 1 AND (new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED')
+			THEN 0 ELSE ready_at END,
+		held = CASE WHEN new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED'
+			THEN 0 ELSE held END
+	WHERE route = new.route AND lane = new.lane;
 END;
 
 -- The inbox: the events push carriers sent back (herald.Inbound), from

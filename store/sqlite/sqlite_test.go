@@ -217,3 +217,65 @@ func BenchmarkSyncData(b *testing.B) {
 	}
 	b.ReportMetric(16/b.Elapsed().Seconds()*float64(b.N), "W2-bound-sends/s")
 }
+
+// TestPruneForgetsIdleLanes: Prune deletes the row of a lane with no
+// message and nothing of its state after the cut, and the tenants'
+// buckets last drawn from before it; a lane with a message, or whose
+// spacing still holds it, stays. A lane's row made again by a new message
+// admits as the old one would have.
+func TestPruneForgetsIdleLanes(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	rules := map[string]herald.Admission{"g": {Spacing: time.Hour, TenantRate: herald.Rate{N: 10, Per: time.Minute}}}
+	if err := s.SetAdmission(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	create := func(lane string, at time.Time) *herald.Message {
+		t.Helper()
+		m := &herald.Message{ID: fmt.Sprintf("m-%s-%d", lane, at.UnixMilli()), Tenant: "acme", Route: "g", Lane: lane, Text: "x",
+			MaxAttempts: 3, CreatedAt: at, UpdatedAt: at, DueAt: at}
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	done := create("idle", t0)
+	create("busy", t0)
+	msgs, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Second})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("claim = %d, %v; want both", len(msgs), err)
+	}
+	for _, m := range msgs {
+		if m.ID == done.ID {
+			if err := s.Transition(ctx, herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(table string) int {
+		var n int
+		if err := s.read.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := s.Prune(ctx, t0.Add(30*time.Minute), 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := count("lanes"); got != 2 {
+		t.Fatalf("%d lanes after a prune within the spacing, want 2", got)
+	}
+	if _, err := s.Prune(ctx, t0.Add(2*time.Hour), 100); err != nil {
+		t.Fatal(err)
+	}
+	if got, buckets := count("lanes"), count("tenant_buckets"); got != 1 || buckets != 0 {
+		t.Fatalf("%d lanes and %d tenant buckets after the prune, want 1 (busy, in flight) and 0", got, buckets)
+	}
+	create("idle", t0.Add(3*time.Hour))
+	msgs, err = s.Claim(ctx, herald.Claim{Now: t0.Add(3 * time.Hour), Limit: 10, GatedLimit: 10, DefaultAccept: time.Second})
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("claim on the forgotten lane = %d, %v; want its new message", len(msgs), err)
+	}
+}

@@ -17,6 +17,7 @@ type writeStmts struct {
 	selectCoalesced, transition           *sql.Stmt
 	selectRetry                           *sql.Stmt
 	purge, prune, pruneEvents             *sql.Stmt
+	pruneLanes, pruneBuckets              *sql.Stmt
 	claimEvents, deleteEvent, retryEvent  *sql.Stmt
 	insertDataEvent                       *sql.Stmt
 
@@ -31,11 +32,11 @@ type writeStmts struct {
 	pull                                                *sql.Stmt
 
 	// The lanes' statements (lanes.go).
-	unparkLanes, readyLanes, laneTake, laneTakeOrdered         *sql.Stmt
-	parkLane, holdLane, laneDispatched, laneProbe, laneClaimed *sql.Stmt
-	laneCircuit, circuitOpen, circuitClose, circuitCount       *sql.Stmt
-	pauseLane, tenantBucket, saveTenantBucket                  *sql.Stmt
-	routeBucket, saveRouteBucket                               *sql.Stmt
+	unparkLanes, readyLanes, laneTake, laneTakeIDs, laneTakeOrdered *sql.Stmt
+	parkLane, holdLane, laneDispatched, laneProbe, laneClaimed      *sql.Stmt
+	laneCircuit, circuitOpen, circuitClose, circuitCount            *sql.Stmt
+	pauseLane, tenantBucket, saveTenantBucket                       *sql.Stmt
+	routeBucket, saveRouteBucket                                    *sql.Stmt
 
 	// The claim statements, of ungated and of gated messages, prepared on
 	// first use and keyed by the number of routes with their own accept
@@ -85,8 +86,8 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.begin, `BEGIN IMMEDIATE`},
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
-		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`},
+		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, ordered)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
 		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages INDEXED BY messages_dedup
 			WHERE tenant = ? AND route = ? AND dedup_key = ? AND dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL' AND updated_at >= ?
 			ORDER BY updated_at DESC LIMIT 1`},
@@ -102,8 +103,8 @@ func (st *writeStmts) defs() []stmtDef {
 			ORDER BY id`},
 		// The lease survives a move between in-flight stages (?9) and is
 		// cleared by any other. ?8 resets the attempts, ?15 takes one back;
-		// ?16 sets gated again from the gated routes ?17 (a replay), but
-		// for a pull message's. A change of status (?13) counts in seq,
+		// ?16 sets gated again from the gated routes ?17 (a replay), and
+		// ordered from the ordered routes ?18, but for a pull message's. A change of status (?13) counts in seq,
 		// sets updated_at and appends its timeline entry: the new attempt
 		// followed by the entry's tail (?14).
 		{&st.transition, `UPDATE messages SET
@@ -114,6 +115,7 @@ func (st *writeStmts) defs() []stmtDef {
 				attempt = CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
 				gated = CASE WHEN ?16 AND gated != 2 THEN route IN (SELECT value FROM json_each(?17)) ELSE gated END,
+				ordered = CASE WHEN ?16 AND gated != 2 THEN route IN (SELECT value FROM json_each(?18)) ELSE ordered END,
 				updated_at = CASE WHEN ?13 THEN ?2 ELSE updated_at END,
 				seq = seq + ?13,
 				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END) || ?14 ELSE timeline END
@@ -128,6 +130,16 @@ func (st *writeStmts) defs() []stmtDef {
 				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))`},
 		{&st.pruneEvents, `DELETE FROM room_events WHERE id IN (
 				SELECT id FROM room_events INDEXED BY room_events_created WHERE created_at < ? LIMIT CAST(? AS INTEGER))`},
+		// A lane with no message, no circuit state and nothing of its
+		// times after ?1: a row made again by the triggers holds the same.
+		{&st.pruneLanes, `DELETE FROM lanes WHERE (route, lane) IN (
+				SELECT route, lane FROM lanes WHERE head_id = '' AND inflight = 0 AND circuit = '' AND failures = 0
+					AND next_at < ?1 AND tokens_at < ?1 AND paused_until < ?1 AND ready_at < ?1
+				LIMIT CAST(?2 AS INTEGER))`},
+		// A tenant's bucket last drawn from before ?1 is full again (no
+		// rate refills over more than the retention).
+		{&st.pruneBuckets, `DELETE FROM tenant_buckets WHERE (route, tenant) IN (
+				SELECT route, tenant FROM tenant_buckets WHERE tokens_at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.claimEvents, `UPDATE events SET due_at = ?1 WHERE id IN (
 				SELECT id FROM events WHERE dead = 0 AND due_at <= ?2 ORDER BY due_at LIMIT CAST(?3 AS INTEGER))
 			RETURNING id, subscriber, message_id, type, at, attempt, data`},
@@ -144,7 +156,7 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.unparkLanes, `UPDATE lanes INDEXED BY lanes_parked SET ready_at = 0, held = 0 WHERE ready_at > 0 AND ready_at <= ?`},
 		{&st.holdLane, `UPDATE lanes SET ready_at = ?3, held = 1 WHERE route = ?1 AND lane = ?2`},
 		// The lanes that may admit, in claim order, after (?1, ?2).
-		{&st.readyLanes, `SELECT route, lane, head_prio, head_id, inflight, next_at, tokens, tokens_at, paused_until, circuit, cool
+		{&st.readyLanes, `SELECT route, lane, head_prio, head_id, inflight, next_at, tokens, tokens_at, paused_until, circuit, cool, owner
 			FROM lanes INDEXED BY lanes_ready
 			WHERE head_id != '' AND ready_at = 0 AND inflight < cap
 				AND (head_prio < ?1 OR (head_prio = ?1 AND head_id > ?2))
@@ -152,16 +164,21 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.laneTake, `SELECT id, tenant FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2 AND due_at <= ?3
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
+		// The same without the tenant, for a route without a tenant bucket:
+		// the index alone answers it, no message's row is read.
+		{&st.laneTakeIDs, `SELECT id, '' FROM messages INDEXED BY messages_lane
+			WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2 AND due_at <= ?3
+			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		// The same, on an ordered route: only messages with no older active
 		// message of their target.
 		{&st.laneTakeOrdered, `SELECT id, tenant FROM messages m INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2 AND due_at <= ?3
 				AND NOT EXISTS (SELECT 1 FROM messages o INDEXED BY messages_target
-					WHERE o.gated = 1 AND o.status != 'DELIVERY_SUCCESSFUL' AND o.status != 'DELIVERY_FAILED' AND o.status != 'CANCELLED'
+					WHERE o.ordered = 1 AND o.status != 'DELIVERY_SUCCESSFUL' AND o.status != 'DELIVERY_FAILED' AND o.status != 'CANCELLED'
 						AND o.route = m.route AND o.target = m.target AND o.id < m.id)
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		{&st.parkLane, `UPDATE lanes SET ready_at = ?3 WHERE route = ?1 AND lane = ?2`},
-		{&st.laneClaimed, `UPDATE lanes SET inflight = inflight + ?3,
+		{&st.laneClaimed, `UPDATE lanes SET inflight = inflight + ?3, owner = ?4,
 				head_id = COALESCE((SELECT id FROM messages INDEXED BY messages_lane
 					WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2
 					ORDER BY priority DESC, id LIMIT 1), ''),
@@ -275,7 +292,7 @@ func (st *readStmts) defs() []stmtDef {
 			WHERE tenant = ? AND room = ? ORDER BY id`},
 		{&st.roomEvent, `SELECT ` + roomEventCols + ` FROM room_events WHERE id = ?`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
-			WHERE gated = 1 AND ` + activeSQL + ` AND route = ? AND target = ? ORDER BY id LIMIT 1`},
+			WHERE ordered = 1 AND ` + activeSQL + ` AND route = ? AND target = ? ORDER BY id LIMIT 1`},
 		// Busiest first: queued plus in flight.
 		{&st.busiestLanes, `SELECT route, lane FROM (
 				SELECT route, lane, COUNT(*) AS n FROM messages INDEXED BY messages_lane

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,14 +31,7 @@ func TestMigrateTraceParent(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`ALTER TABLE messages DROP COLUMN trace_parent`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	execRaw(t, path, `ALTER TABLE messages DROP COLUMN trace_parent`)
 
 	s, err = Open(path)
 	if err != nil {
@@ -54,5 +48,159 @@ func TestMigrateTraceParent(t *testing.T) {
 		if err != nil || got.TraceParent != want {
 			t.Errorf("Get %s = %+v, %v; want TraceParent %q", id, got, err, want)
 		}
+	}
+}
+
+// TestMigrateLaneTriggers opens a database written with the one lanes
+// trigger of the versions before (lanes_update, kept as it was), and one
+// with a build's lanes_flight beside the new ones, and finds them replaced:
+// a flight that ends gives its slot back once, not twice.
+func TestMigrateLaneTriggers(t *testing.T) {
+	for name, triggers := range map[string]string{
+		"one trigger":  `DROP TRIGGER lanes_requeued; DROP TRIGGER lanes_dequeued; DROP TRIGGER lanes_update;` + oldLaneTrigger,
+		"lanes_flight": `DROP TRIGGER lanes_update;` + flightLaneTrigger,
+	} {
+		t.Run(name, func(t *testing.T) { testMigrateLaneTriggers(t, triggers) })
+	}
+}
+
+func testMigrateLaneTriggers(t *testing.T, triggers string) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	execRaw(t, path, triggers)
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var old int
+	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'
+			AND (name = 'lanes_flight' OR (name = 'lanes_update' AND sql LIKE '%head_id = old.id%'))`).Scan(&old); err != nil || old != 0 {
+		t.Fatalf("an old lanes trigger is still there (%d, %v)", old, err)
+	}
+	if err := s.SetAdmission(ctx, map[string]herald.Admission{"g": {Concurrency: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		m := &herald.Message{ID: id, Tenant: "acme", Route: "g", Lane: "L", Text: "hi", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 1, GatedLimit: 1, DefaultAccept: time.Minute}); err != nil || len(got) != 1 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	if err := s.Transition(ctx, herald.Transition{ID: "a", From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	var inflight int
+	if err := s.read.QueryRowContext(ctx, `SELECT inflight FROM lanes WHERE route = 'g' AND lane = 'L'`).Scan(&inflight); err != nil {
+		t.Fatal(err)
+	}
+	if inflight != 0 {
+		t.Errorf("the lane's in-flight count after its one flight ended = %d, want 0", inflight)
+	}
+}
+
+// oldLaneTrigger is the lanes trigger of the versions before 2026-11-25.
+const oldLaneTrigger = `
+CREATE TRIGGER IF NOT EXISTS lanes_update AFTER UPDATE OF status ON messages
+WHEN new.gated = 1 AND old.status != new.status AND NOT (old.status = 'QUEUED' AND new.status = 'SENT_TO_NS')
+BEGIN
+	INSERT INTO lanes (route, lane, head_prio, head_id, cap)
+		SELECT new.route, new.lane, new.priority, new.id,
+			COALESCE((SELECT cap FROM lane_caps WHERE route = new.route), 4611686018427387904)
+		WHERE new.status = 'QUEUED'
+	ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id
+		WHERE head_id = '' OR excluded.head_prio > head_prio OR (excluded.head_prio = head_prio AND excluded.head_id < head_id);
+	UPDATE lanes SET (head_id, head_prio) = (
+			SELECT id, priority FROM (SELECT id, priority FROM messages INDEXED BY messages_lane
+				WHERE status = 'QUEUED' AND gated = 1 AND route = new.route AND lane = new.lane
+				ORDER BY priority DESC, id LIMIT 1)
+			UNION ALL SELECT '', 0 LIMIT 1)
+	WHERE old.status = 'QUEUED' AND route = new.route AND lane = new.lane AND head_id = old.id;
+	UPDATE lanes SET inflight = inflight
+			+ (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
+			- (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE')
+	WHERE route = new.route AND lane = new.lane
+		AND (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
+			!= (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE');
+	-- A held lane may admit again once a message joins it or one of it ends.
+	UPDATE lanes SET ready_at = 0, held = 0 WHERE held = 1 AND route = new.route AND lane = new.lane
+		AND (new.status = 'QUEUED' OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED');
+END;`
+
+// flightLaneTrigger is the flight's trigger of a build of 2026-11-25: the
+// one of schema.sql, named lanes_flight.
+var flightLaneTrigger = func() string {
+	from := strings.Index(schema, "CREATE TRIGGER IF NOT EXISTS lanes_update")
+	to := from + strings.Index(schema[from:], "END;") + len("END;")
+	return strings.Replace(schema[from:to], "lanes_update", "lanes_flight", 1)
+}()
+
+// execRaw runs stmts on the closed database at path, as a version before
+// would have left it.
+func execRaw(t *testing.T, path, stmts string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(stmts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrateOrderedColumn opens a database written before the ordered
+// column, whose target index held every gated message, and finds the
+// column added, the index remade for ordered routes only, and the stored
+// messages of an ordered route indexed again once SetAdmission says so:
+// the second message of a target waits for the first.
+func TestMigrateOrderedColumn(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	rules := map[string]herald.Admission{"o": {Ordered: true}}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAdmission(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		m := &herald.Message{ID: id, Tenant: "acme", Route: "o", Lane: "L", Target: "dev", Text: "hi", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	execRaw(t, path, `DROP INDEX messages_target;
+		CREATE INDEX messages_target ON messages (route, target, id)
+			WHERE gated = 1 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
+		ALTER TABLE messages DROP COLUMN ordered;`)
+	if s, err = Open(path); err != nil {
+		t.Fatalf("Open of a database without the ordered column: %v", err)
+	}
+	defer s.Close()
+	if err := s.SetAdmission(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := s.FirstActive(ctx, "o", "dev"); err != nil || first != "a" {
+		t.Errorf("FirstActive = %q, %v; want a", first, err)
+	}
+	got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Minute})
+	if err != nil || len(got) != 1 || got[0].ID != "a" {
+		t.Fatalf("claim = %v, %v; want a alone (b waits for it)", got, err)
 	}
 }

@@ -43,10 +43,10 @@ type wtx struct {
 	conn  *sql.Conn
 	st    *writeStmts
 	lease int64 // the last lease handed out
-	// rules are the gated routes' admission (SetAdmission), and gatedJSON
-	// their names as a JSON array.
-	rules     map[string]herald.Admission
-	gatedJSON string
+	// rules are the gated routes' admission (SetAdmission), gatedJSON
+	// their names as a JSON array, and orderedJSON the ordered ones'.
+	rules                  map[string]herald.Admission
+	gatedJSON, orderedJSON string
 }
 
 // openWriter opens the read-write connection to the database at path,
@@ -121,18 +121,59 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 
 // migrate brings a database written by an earlier version to the schema's
 // shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated,
-// dedup_key and backoff columns of messages, the data column of events,
-// and the ready index that now holds ungated messages only.
+// dedup_key, backoff and ordered columns of messages, the data column of
+// events, the owner column of lanes, the lanes' triggers, the target index
+// that now holds the ordered routes' messages only, and the ready index
+// that now holds ungated messages only.
 func migrate(ctx context.Context, conn *sql.Conn) error {
-	var tables, gated, dedup, backoff, data int
+	var tables, gated, dedup, backoff, data, laneCols, owner, ordered, oldTarget int
 	err := conn.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'gated'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'dedup_key'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'backoff'),
-			(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'data')`).Scan(&tables, &gated, &dedup, &backoff, &data)
+			(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'data'),
+			(SELECT COUNT(*) FROM pragma_table_info('lanes')),
+			(SELECT COUNT(*) FROM pragma_table_info('lanes') WHERE name = 'owner'),
+			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'ordered'),
+			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'messages_target' AND sql NOT LIKE '%ordered = 1%')`).Scan(
+		&tables, &gated, &dedup, &backoff, &data, &laneCols, &owner, &ordered, &oldTarget)
 	if err != nil || tables == 0 {
 		return err
+	}
+	// The versions before kept a lane's first message and slots in one
+	// trigger, lanes_update, which three do now (schema.sql): the old one
+	// goes, and schema.sql makes the new ones.
+	var oldTrigger int
+	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master
+			WHERE type = 'trigger' AND name = 'lanes_update' AND sql LIKE '%head_id = old.id%'`).Scan(&oldTrigger); err != nil {
+		return err
+	}
+	if oldTrigger > 0 {
+		if _, err := conn.ExecContext(ctx, `DROP TRIGGER lanes_update`); err != nil {
+			return err
+		}
+	}
+	// A build of 2026-11-25 named the flight's trigger lanes_flight.
+	if _, err := conn.ExecContext(ctx, `DROP TRIGGER IF EXISTS lanes_flight`); err != nil {
+		return err
+	}
+	// messages_target held every gated message; it holds those of ordered
+	// routes only now, which their column says (SetAdmission sets it).
+	if ordered == 0 {
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN ordered INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return err
+		}
+	}
+	if oldTarget > 0 {
+		if _, err := conn.ExecContext(ctx, `DROP INDEX messages_target`); err != nil {
+			return err
+		}
+	}
+	if laneCols > 0 && owner == 0 {
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE lanes ADD COLUMN owner TEXT NOT NULL DEFAULT ''`); err != nil {
+			return err
+		}
 	}
 	if backoff == 0 {
 		if _, err := conn.ExecContext(ctx, `ALTER TABLE messages ADD COLUMN backoff TEXT NOT NULL DEFAULT ''`); err != nil {

@@ -144,7 +144,11 @@ func testCoalesce(t *testing.T, open opener) {
 
 			n := newMessage("r1")
 			n.CoalesceKey, n.CreatedAt, n.UpdatedAt = "k", at(time.Hour), at(time.Hour)
-			h.createWith(n, herald.CreateOptions{CoalesceNotify: []string{"audit", "billing"}})
+			coalesced := -1
+			h.createWith(n, herald.CreateOptions{CoalesceNotify: []string{"audit", "billing"}, Coalesced: &coalesced})
+			if coalesced != 1 {
+				t.Errorf("CreateOptions.Coalesced = %d, want 1", coalesced)
+			}
 
 			got := h.get(old.ID)
 			if got.Status != herald.StatusCancelled || !sameTime(got.UpdatedAt, n.CreatedAt) {

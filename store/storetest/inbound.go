@@ -202,7 +202,7 @@ func testInbound(t *testing.T, open opener) {
 		h.addInbound(inbound("up-1", t0))
 		body := []byte(`{"devEui":"0102030405060708","data":"AQI="}`)
 		uplink := &herald.Event{ID: "uplink.up-1", Type: herald.EventUplink, At: at(time.Second), Data: body}
-		settle := herald.InboundSettle{Done: []string{"up-1"}, Uplink: uplink, Notify: []string{"a", "b"}}
+		settle := herald.InboundSettle{Done: []string{"up-1"}, Event: uplink, Notify: []string{"a", "b"}}
 		h.settleInbound(settle)
 		if got := h.claimInbound(at(time.Hour), 10, at(2*time.Hour)); len(got) != 0 {
 			t.Errorf("claim inbound after the settle: %v, want none", inboundIDs(got))
@@ -261,7 +261,7 @@ func testInbound(t *testing.T, open opener) {
 	t.Run("UplinkWithoutNotify", func(t *testing.T) {
 		h := open(t)
 		h.addInbound(inbound("up-1", t0))
-		h.settleInbound(herald.InboundSettle{Done: []string{"up-1"}, Uplink: &herald.Event{ID: "uplink.up-1", Type: "uplink", At: t0, Data: []byte("{}")}})
+		h.settleInbound(herald.InboundSettle{Done: []string{"up-1"}, Event: &herald.Event{ID: "uplink.up-1", Type: "uplink", At: t0, Data: []byte("{}")}})
 		if evs := h.events(at(time.Hour)); len(evs) != 0 {
 			t.Errorf("events: %+v, want none: no subscriber to notify", evs)
 		}
@@ -278,31 +278,14 @@ func testInbound(t *testing.T, open opener) {
 			evs[i] = inbound(fmt.Sprintf("in-%04d", i), at(time.Duration(i%7)*time.Millisecond))
 		}
 		h.addInbound(evs...)
-		var (
-			mu   sync.Mutex
-			seen = map[string]int{}
-			wg   sync.WaitGroup
-		)
-		for range 8 {
-			wg.Go(func() {
-				for {
-					got, err := h.s.ClaimInbound(h.ctx, at(time.Second), 7, at(time.Hour))
-					if err != nil {
-						t.Errorf("ClaimInbound: %v", err)
-						return
-					}
-					if len(got) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, ev := range got {
-						seen[ev.ID]++
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
+		seen := drainConcurrently(t, "ClaimInbound", func() ([]string, error) {
+			got, err := h.s.ClaimInbound(h.ctx, at(time.Second), 7, at(time.Hour))
+			ids := make([]string, len(got))
+			for i, ev := range got {
+				ids[i] = ev.ID
+			}
+			return ids, err
+		})
 		for id, k := range seen {
 			if k > 1 {
 				t.Errorf("event %s claimed %d times", id, k)
@@ -312,6 +295,37 @@ func testInbound(t *testing.T, open opener) {
 			t.Errorf("claimed %d distinct events, want %d", len(seen), n)
 		}
 	})
+}
+
+// drainConcurrently calls take from 8 goroutines at once, each until take
+// returns nothing, and counts how many times each id came back.
+func drainConcurrently(t *testing.T, name string, take func() ([]string, error)) map[string]int {
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+		wg   sync.WaitGroup
+	)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				ids, err := take()
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					return
+				}
+				if len(ids) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, id := range ids {
+					seen[id]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return seen
 }
 
 // inbound returns a transmitted event of route r1 with id, received and

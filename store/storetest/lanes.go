@@ -64,6 +64,72 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	// ClaimAhead: one node at a time takes a lane's messages, up to
+	// ClaimAhead in flight; the lane goes to whichever node claims once
+	// none of them is in flight; other lanes stay free to every node.
+	t.Run("ClaimAhead", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 2, ClaimAhead: 4}})
+		a := h.createN("g", "dcu-1", 6)
+		claim := func(node string, limit int) []*herald.Message {
+			t.Helper()
+			got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second, Node: node})
+			if err != nil {
+				t.Fatalf("Claim: %v", err)
+			}
+			return got
+		}
+		if got := claim("n1", 3); !slices.Equal(ids(got), ids(a[:3])) {
+			t.Fatalf("n1's claim = %v, want the lane's first three %v (beyond its concurrency)", ids(got), ids(a[:3]))
+		}
+		b := h.createN("g", "dcu-2", 1)
+		if got := claim("n2", 10); !slices.Equal(ids(got), ids(b)) {
+			t.Fatalf("n2's claim = %v, want only %v: n1 dispatches dcu-1", ids(got), ids(b))
+		}
+		if got := claim("n1", 10); !slices.Equal(ids(got), ids(a[3:4])) {
+			t.Fatalf("n1's second claim = %v, want %v: ClaimAhead 4 in flight", ids(got), ids(a[3:4]))
+		}
+		for _, m := range a[:3] {
+			h.transition(herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0})
+		}
+		if got := claim("n2", 10); len(got) != 0 {
+			t.Fatalf("n2's claim with one of n1's in flight = %v, want none", ids(got))
+		}
+		h.transition(herald.Transition{ID: a[3].ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, At: t0, DueAt: at(time.Hour)})
+		if got := claim("n2", 10); !slices.Equal(ids(got), ids(a[4:])) {
+			t.Fatalf("n2's claim with none in flight = %v, want %v", ids(got), ids(a[4:]))
+		}
+		if got := claim("n1", 10); len(got) != 0 {
+			t.Fatalf("n1's claim after n2 took the lane = %v, want none", ids(got))
+		}
+	})
+
+	// KeptAhead lowers a ClaimAhead lane's bound for one claim, never
+	// below its concurrency.
+	t.Run("KeptAhead", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 2, ClaimAhead: 6}})
+		a := h.createN("g", "dcu-1", 8)
+		claim := func(kept, limit int) []*herald.Message {
+			t.Helper()
+			got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second, Node: "n1", KeptAhead: kept})
+			if err != nil {
+				t.Fatalf("Claim: %v", err)
+			}
+			return got
+		}
+		if got := claim(1, 10); !slices.Equal(ids(got), ids(a[:2])) {
+			t.Fatalf("claim with KeptAhead 1 = %v, want the concurrency's two %v", ids(got), ids(a[:2]))
+		}
+		b := h.createN("g", "dcu-2", 1)
+		if got := claim(3, 10); !slices.Equal(ids(got), append(ids(a[2:3]), ids(b)...)) {
+			t.Fatalf("claim with KeptAhead 3 = %v, want %v and the other lane's %v", ids(got), ids(a[2:3]), ids(b))
+		}
+		if got := claim(0, 10); !slices.Equal(ids(got), ids(a[3:6])) {
+			t.Fatalf("claim without KeptAhead = %v, want up to ClaimAhead 6: %v", ids(got), ids(a[3:6]))
+		}
+	})
+
 	t.Run("Spacing", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Spacing: 2 * time.Second}})

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -244,31 +243,10 @@ func testRooms(t *testing.T, open opener) {
 			m.Target, m.Pull = "s", true
 			h.create(m)
 		}
-		var (
-			mu   sync.Mutex
-			seen = map[string]int{}
-			wg   sync.WaitGroup
-		)
-		for range 8 {
-			wg.Go(func() {
-				for {
-					got, err := h.s.Pull(h.ctx, herald.PullClaim{Route: "room:r", Target: "s", Now: t0, Limit: 7, Deadline: at(time.Hour)})
-					if err != nil {
-						t.Errorf("Pull: %v", err)
-						return
-					}
-					if len(got) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, m := range got {
-						seen[m.ID]++
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
+		seen := drainConcurrently(t, "Pull", func() ([]string, error) {
+			got, err := h.s.Pull(h.ctx, herald.PullClaim{Route: "room:r", Target: "s", Now: t0, Limit: 7, Deadline: at(time.Hour)})
+			return ids(got), err
+		})
 		if len(seen) != n {
 			t.Errorf("%d messages pulled, want %d", len(seen), n)
 		}

@@ -1,5 +1,6 @@
 -- admission.lua is Store.SetAdmission. ARGV: pairs of a gated route
--- (escaped) and its admission, as adm keeps it. When they are the rules
+-- (escaped) and its admission, as adm keeps it, then the lanes' clock
+-- ('server' or 'caller', kept in lclock: see lanetime). When they are the rules
 -- kept already, it changes nothing and returns 0 (SetAdmission then
 -- recounts the messages in flight in steps: see recount.lua). Otherwise
 -- it keeps them and returns 1, having moved the waiting messages of the
@@ -9,8 +10,9 @@
 -- now (and found which of their queued messages wait for their target's
 -- turn), and put every lane in its place. That costs a call in proportion
 -- to the messages it moves and indexes, and to the messages in flight.
+redis.call('SET', P .. 'lclock', ARGV[#ARGV])
 local want, n = {}, 0
-for i = 1, #ARGV, 2 do
+for i = 1, #ARGV - 1, 2 do
 	want[ARGV[i]], n = ARGV[i + 1], n + 1
 end
 local have = redis.call('HGETALL', P .. 'adm')
@@ -127,7 +129,7 @@ for i = 1, #have, 2 do
 end
 redis.call('DEL', P .. 'adm')
 if n > 0 then
-	redis.call('HSET', P .. 'adm', unpack(ARGV))
+	redis.call('HSET', P .. 'adm', unpack(ARGV, 1, #ARGV - 1))
 end
 for route in pairs(want) do
 	if not was[route] then

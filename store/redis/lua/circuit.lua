@@ -11,6 +11,8 @@ local r = rule(route)
 if not r or r.cfail == 0 then
 	return { 0, 0, 0, 0 }
 end
+local caller = at -- the report's time, in which until is answered
+at = lanetime(at)
 local rl = route .. '|' .. ARGV[2]
 local key = P .. 'lst:' .. rl
 local v = redis.call('HMGET', key, 'fails', 'circ', 'cool', 'why', 'pause')
@@ -39,10 +41,11 @@ elseif circ == '' and fails >= r.cfail then
 	cool = r.ccool
 else -- counting, or open already: messages sent before it opened answer late
 	redis.call('HSET', key, 'fails', fails)
+	place(lanestate(rl), at) -- a lane with no message keeps the count a day (see forget)
 	return { 0, 0, 0, fails }
 end
 local til = at + cool
 redis.call('HSET', key, 'fails', fails, 'circ', 'open', 'cool', cool,
 	unpack(pause({ pause = num(v[5]) }, til, 'circuit_open')))
 place(lanestate(rl), at)
-return { 1, 0, til, fails }
+return { 1, 0, caller + cool, fails }

@@ -1,12 +1,17 @@
 -- claim.lua is Store.Claim. ARGV: now, limit, gated limit, the default
--- accept timeout, then pairs of route (escaped) and accept timeout. It
+-- accept timeout, the claiming node, its KeptAhead (0 for none), then
+-- pairs of route (escaped) and accept timeout. It
 -- returns the claimed messages, in claim order, each as {id, s}: its id
 -- and the field s as the claim set it. The caller reads the other fields,
 -- which a claim does not change, off the script (all but the timeline,
 -- which Claim does not return).
-local now, limit, gated, default = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, limit, gated, default, node = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local keptahead = tonumber(ARGV[6])
+-- lnow is the time of the lanes' limits (see lanetime): set before the
+-- claim takes from the lanes.
+local lnow
 local timeouts = {}
-for i = 5, #ARGV, 2 do
+for i = 7, #ARGV, 2 do
 	timeouts[ARGV[i]] = tonumber(ARGV[i + 1])
 end
 
@@ -51,8 +56,10 @@ local picked = {}
 -- that waits for its target's turn goes to the end of lq (see waits)
 -- until then, out of the way of the next claims; a lane whose LOOK
 -- messages all wait is looked at again by the next claim, and is held
--- (see place) once all of its messages wait.
-local WAKE, SKIPS, LOOK = 1000, 256, 64
+-- (see place) once all of its messages wait. It passes over no more than
+-- PASSES lanes that another node keeps, or this one keeps as far ahead as
+-- the claim allows (KeptAhead), which stay where they are.
+local WAKE, SKIPS, LOOK, PASSES = 1000, 256, 64, 4096
 
 -- buckets holds the buckets that the claim read, the tenants' (R|T) and
 -- the routes' own (R): key -> {key, tok}, tok the tokens at now.
@@ -63,16 +70,18 @@ local function bucket(key, n, per)
 	local b = buckets[key]
 	if not b then
 		local v = redis.call('HMGET', P .. 'tb:' .. key, 'tok', 'tat')
-		b = { key = key, tok = tokens(n, per, num(v[1]), num(v[2]), now) }
+		b = { key = key, per = per, tok = tokens(n, per, num(v[1]), num(v[2]), lnow) }
 		buckets[key] = b
 	end
 	return b
 end
 
--- draw takes a token of bucket b.
+-- draw takes a token of bucket b, which is full again, as a bucket that
+-- is gone reads, a period after.
 local function draw(b)
 	b.tok = b.tok - 1
-	redis.call('HSET', P .. 'tb:' .. b.key, 'tok', fmt(b.tok), 'tat', now)
+	redis.call('HSET', P .. 'tb:' .. b.key, 'tok', fmt(b.tok), 'tat', lnow)
+	redis.call('PEXPIRE', P .. 'tb:' .. b.key, b.per)
 end
 
 -- take takes message m of lane l for the claim, with a token of its
@@ -87,18 +96,22 @@ local function take(l, m, b)
 	redis.call('ZREM', P .. 'lq:' .. rl, m.id)
 	redis.call('ZADD', P .. 'lin:' .. rl, 0, m.id)
 	local h = {}
+	if r.ahead > 0 and l.own ~= node then
+		l.own = node
+		h[#h + 1], h[#h + 2] = 'own', node
+	end
 	if r.spacing > 0 then
-		l.next = now + r.spacing
+		l.next = lnow + r.spacing
 		h[#h + 1], h[#h + 2] = 'next', l.next
 	end
 	if r.rn > 0 then
-		l.tok, l.tat = tokens(r.rn, r.rper, l.tok, l.tat, now) - 1, now
-		h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'tok', fmt(l.tok), 'tat', now
+		l.tok, l.tat = tokens(r.rn, r.rper, l.tok, l.tat, lnow) - 1, lnow
+		h[#h + 1], h[#h + 2], h[#h + 3], h[#h + 4] = 'tok', fmt(l.tok), 'tat', lnow
 	end
 	if r.cfail > 0 and l.circ ~= '' then
 		l.circ = 'probing'
 		h[#h + 1], h[#h + 2] = 'circ', 'probing'
-		for _, v in ipairs(pause(l, now + l.cool, 'circuit_probe')) do
+		for _, v in ipairs(pause(l, lnow + l.cool, 'circuit_probe')) do
 			h[#h + 1] = v
 		end
 	end
@@ -118,17 +131,33 @@ end
 -- own bucket has no token, the lane parks until it has one). head is the
 -- lane's first message, which it takes unless its tenant has no token or
 -- it waits for its target's turn (it then looks at the lane's first LOOK
--- messages, but for those known to wait). It puts the lane in its place.
-local function admit(l, head)
+-- messages, but for those known to wait). It puts the lane in its place,
+-- but for a lane of a route with a ClaimAhead whose messages in flight
+-- another node claimed: that one stays where it is, and admit returns nil
+-- and true. A lane that only its concurrency limits gives up to room
+-- messages of its first one's priority at once; admit returns the
+-- messages it took, in order.
+local function admit(l, head, room)
 	local r, rl = l.rule, l.rl
-	if wake(l, now) > now or (r.conc > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) >= r.conc) then
-		place(l, now)
+	local cap = lanecap(r)
+	local flying = cap > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) or 0
+	if r.ahead > 0 then
+		-- Another node's, or as far ahead as this node keeps it now.
+		if (flying > 0 and l.own ~= node) or (keptahead > 0 and flying >= math.max(r.conc, keptahead)) then
+			return nil, true
+		end
+		if keptahead > 0 then
+			cap = math.min(cap, math.max(r.conc, keptahead))
+		end
+	end
+	if wake(l, lnow) > lnow or (cap > 0 and flying >= cap) then
+		place(l, lnow)
 		return nil
 	end
 	if r.qn > 0 then
 		local q = bucket(l.route, r.qn, r.qper)
 		if q.tok < 1 then
-			place(l, now, tokenat(r.qn, r.qper, q.tok, now))
+			place(l, lnow, tokenat(r.qn, r.qper, q.tok, lnow))
 			return nil
 		end
 	end
@@ -153,7 +182,7 @@ local function admit(l, head)
 			if not b or b.tok >= 1 then
 				return true, b
 			end
-			later = math.min(later or math.huge, tokenat(r.tn, r.tper, b.tok, now))
+			later = math.min(later or math.huge, tokenat(r.tn, r.tper, b.tok, lnow))
 		end
 		return false
 	end
@@ -176,35 +205,61 @@ local function admit(l, head)
 		-- touches the lane (see relane). A lane whose messages looked at
 		-- went to the end of lq may have others that may go: the next
 		-- claim looks at it, not this one, which goes on to other lanes.
-		place(l, now, later, waited > 0)
+		place(l, lnow, later, waited > 0)
 		return nil
 	end
 	take(l, m, b)
-	place(l, now)
-	return m
+	local took = { m }
+	if r.spacing == 0 and r.rn == 0 and r.tn == 0 and r.qn == 0 and not r.ordered and l.circ == '' then
+		local more = room - 1
+		if cap > 0 then
+			more = math.min(more, cap - flying - 1)
+		end
+		if more > 0 then
+			-- Of the priority of the first (so that a lane with messages
+			-- of a lower priority next takes them after the other lanes'
+			-- of a higher one).
+			for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lq:' .. rl, '-inf', -num(m.prio), 'LIMIT', 0, more)) do
+				local next = load(id)
+				if admissible(id, next) then
+					take(l, next, nil)
+					took[#took + 1] = next
+				end
+			end
+		end
+	end
+	place(l, lnow)
+	return took
 end
 
 if gated > 0 then
-	for _, rl in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lpark', '-inf', now, 'LIMIT', 0, WAKE)) do
-		place(lanestate(rl), now)
+	lnow = lanetime(now)
+	for _, rl in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lpark', '-inf', lnow, 'LIMIT', 0, WAKE)) do
+		place(lanestate(rl), lnow)
 	end
-	local taken, skips = 0, 0
-	while taken < gated and #picked < limit and skips < SKIPS do
-		local top = redis.call('ZRANGE', P .. 'lsched', 0, 0)[1]
+	-- The lanes another node dispatches, or this one keeps KeptAhead far
+	-- already, stay first in lsched, passed over: at most PASSES of them.
+	local taken, skips, passed = 0, 0, 0
+	while taken < gated and #picked < limit and skips < SKIPS and passed < PASSES do
+		local top = redis.call('ZRANGE', P .. 'lsched', passed, passed)[1]
 		if not top then
 			break
 		end
-		local head, l, m = load(top), nil, nil
+		local head, l, took, theirs = load(top), nil, nil, false
 		if head and laneof(head) then
 			l = lanestate(laneof(head))
 		end
 		if l and l.sch == top then
-			m = admit(l, head)
+			took, theirs = admit(l, head, math.min(gated - taken, limit - #picked))
 		else -- no lane's head: an entry that place never leaves, dropped
 			redis.call('ZREM', P .. 'lsched', top)
 		end
-		if m then
-			picked[#picked + 1], taken = m, taken + 1
+		if took then
+			for _, m in ipairs(took) do
+				picked[#picked + 1], taken = m, taken + 1
+			end
+		elseif theirs then
+			passed = passed + 1
 		else
 			skips = skips + 1
 		end

@@ -12,8 +12,8 @@
 -- its subscription's sd. A create costs Redis about a thousand
 -- instructions an argument, so the common case takes few; and numbers
 -- stay strings, as Lua would parse them and format them again.
--- The reply has, for each message, 1 when it was stored, 0 when its id is
--- taken, the HGETALL of the earlier message of its idempotency key or of
+-- The reply has, for each message, 1 when it was stored (plus the number
+-- of messages it cancelled by coalescing), 0 when its id is taken, the HGETALL of the earlier message of its idempotency key or of
 -- the latest delivered in the window of its dedup key, or {'ERR', text}
 -- (see batch). (A table costs Redis thousands of instructions to reply, a
 -- number next to nothing.)

@@ -64,13 +64,18 @@
 --   incorr:<R|C>  set: the inbox events of route R and correlation C
 --
 -- Lanes: a gated route's messages wait in their lane, R|L, not in ready.
+--   lclock        string: 'server' when the lanes' times are the server's
+--                 (TIME), the same for every node; else ('caller', or
+--                 none) each call's own (see lanetime)
 --   adm           hash: R -> the admission of a gated route,
 --                 spacing|concurrency|rate n|rate per|tenant n|tenant per,
---                 then, when the route is ordered or has a circuit or a
---                 route bucket, |ordered (1 or 0)|circuit failures|circuit
---                 cool-down, then, when it has a route bucket, |route
---                 n|route per (durations in ms, 0 for none; the versions
---                 before knew the first six, then nine, only)
+--                 then, when the route is ordered or has a circuit, a
+--                 route bucket or a ClaimAhead, |ordered (1 or 0)|circuit
+--                 failures|circuit cool-down, then, when it has a route
+--                 bucket or a ClaimAhead, |route n|route per, then, with a
+--                 ClaimAhead, |ClaimAhead (durations in ms, 0 for none;
+--                 the versions before knew the first six, then nine, then
+--                 eleven only, and so keep the concurrency in claims)
 --   lq:<R|L>      zset: the lane's QUEUED and due; score -priority, as ready,
 --                 but WAIT - priority for a message of an ordered route
 --                 known to wait for its target's turn (an older active
@@ -84,8 +89,12 @@
 --                 tat while never drawn: full), pause and why (paused until,
 --                 for), sch or park (its place, below), and its circuit:
 --                 fails (transient failures in a row), circ ('' closed,
---                 open or probing) and cool (the cool-down, ms)
---   tb:<R|T>      hash: a tenant's bucket on a route: tok and tat, as lst's
+--                 open or probing) and cool (the cool-down, ms); own,
+--                 with a ClaimAhead, the node whose claim took the
+--                 messages in lin; gone, or with a TTL, while the lane
+--                 holds no message (see forget)
+--   tb:<R|T>      hash: a tenant's bucket on a route: tok and tat, as lst's;
+--                 it expires a period after its last draw (full again)
 --   tb:<R>        hash: a route's own bucket (route_rate), across its lanes
 --                 and tenants: tok and tat (R escaped holds no |, so no
 --                 tenant's bucket has its key)
@@ -131,11 +140,34 @@ local zadds, newpairs, pairkeys
 -- enter empties them.
 local rules, touched, ended
 
+-- servertime is the server's time (TIME) in ms, read at most once a call,
+-- or false when the store keeps lane times in its callers' times; nil
+-- until looked up: enter empties it.
+local servertime
+
 -- TIMELINE is how many entries field t keeps, the latest.
 local TIMELINE = 99
 
 local function num(v)
 	return tonumber(v) or 0
+end
+
+-- lanetime returns the time in which the lanes' limits are kept (next
+-- dispatch, buckets, pauses, parks) for a change made at at, in the
+-- caller's time: the server's own, one clock for every node, when
+-- lclock (set by SetAdmission) says 'server', else at itself.
+local function lanetime(at)
+	if servertime == nil then
+		servertime = false
+		if redis.call('GET', P .. 'lclock') == 'server' then
+			local t = redis.call('TIME')
+			servertime = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+		end
+	end
+	if servertime and at then
+		return servertime
+	end
+	return at
 end
 
 local function active(st)
@@ -195,12 +227,23 @@ end
 local function parserule(v)
 	local spacing, conc, rn, rper, tn, tper, rest = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)(.*)$')
 	local ordered, cfail, ccool, more = string.match(rest, '^|([01])|(%d+)|(%d+)(.*)$')
-	local qn, qper = string.match(more or '', '^|(%d+)|(%d+)$')
+	local qn, qper, ahead = string.match(more or '', '^|(%d+)|(%d+)|?(%d*)$')
 	return {
 		spacing = tonumber(spacing), conc = tonumber(conc), rn = tonumber(rn), rper = tonumber(rper),
 		tn = tonumber(tn), tper = tonumber(tper), ordered = ordered == '1', cfail = num(cfail), ccool = num(ccool),
-		qn = num(qn), qper = num(qper),
+		qn = num(qn), qper = num(qper), ahead = num(ahead),
 	}
+end
+
+-- lanecap returns how many messages of a lane of rule r (from parserule)
+-- may be in flight, 0 for no bound: its ClaimAhead when it has one (its
+-- concurrency is then kept by the node that claims them), else its
+-- concurrency.
+local function lanecap(r)
+	if r.ahead > 0 then
+		return r.ahead
+	end
+	return r.conc
 end
 
 -- rule returns the admission of route, from adm, as a table (see
@@ -568,7 +611,7 @@ end
 -- parks those that admit nothing. A lane leaves lsched when it may admit
 -- nothing for a while (lpark) or at all until something else happens
 -- (empty, its messages due later, full); what happens touches it, and
--- relane puts it back. Lane state keeps the times of the callers' clocks.
+-- relane puts it back. Lane state keeps its times in the lanes' time (see lanetime).
 
 -- fmt formats number v with every digit that a double holds.
 local function fmt(v)
@@ -596,10 +639,11 @@ end
 -- and the route's rule.
 local function lanestate(rl)
 	local route = string.match(rl, '^[^|]*')
-	local v = redis.call('HMGET', P .. 'lst:' .. rl, 'next', 'tok', 'tat', 'pause', 'sch', 'park', 'circ', 'cool')
+	local v = redis.call('HMGET', P .. 'lst:' .. rl, 'next', 'tok', 'tat', 'pause', 'sch', 'park', 'circ', 'cool', 'own', 'fails')
 	return {
 		rl = rl, route = route, rule = rule(route), next = num(v[1]), tok = num(v[2]), tat = num(v[3]),
 		pause = num(v[4]), sch = v[5] ~= '' and v[5], park = num(v[6]), circ = v[7] or '', cool = num(v[8]),
+		own = v[9] or '', fails = num(v[10]),
 	}
 end
 
@@ -649,6 +693,37 @@ local function wake(l, now)
 	return w
 end
 
+-- CIRCUITIDLE is how long, in ms, a lane with no message keeps its
+-- circuit's state after its other times have passed: a day.
+local CIRCUITIDLE = 86400000
+
+-- forget makes the state of lane l (from lanestate), which holds no
+-- message, go once nothing of it holds at now any longer: its spacing,
+-- pause and bucket (with now unknown, nil, only a state that holds nothing
+-- at all); a lane state that is gone reads as a fresh one, which is what
+-- it would have become. A circuit that is open or counts failures stays
+-- CIRCUITIDLE longer, so that a lane whose messages come far apart, and
+-- between them hold none, keeps counting its failures. (place keeps the
+-- state again once the lane holds a message.)
+local function forget(l, now)
+	local r = l.rule
+	local til = math.max(l.next, l.pause, l.park)
+	if l.circ ~= '' or l.fails > 0 then
+		if not now then
+			return
+		end
+		til = math.max(til, now) + CIRCUITIDLE
+	end
+	if r and r.rn > 0 and l.tat > 0 then
+		til = math.max(til, l.tat + r.rper)
+	end
+	if til == 0 or (now and til <= now) then
+		redis.call('DEL', P .. 'lst:' .. l.rl)
+	elseif now then -- relative: now and til are the lanes' time, which may not be the server's clock
+		redis.call('PEXPIRE', P .. 'lst:' .. l.rl, til - now)
+	end
+end
+
 -- place puts lane l (from lanestate, of a gated route) in its place at
 -- now: in lsched under its head when it may admit a message, in lpark
 -- until it may (and not before later, when given), in neither when it has
@@ -662,7 +737,7 @@ local function place(l, now, later, defer)
 	local head = redis.call('ZRANGE', P .. 'lq:' .. rl, 0, 0, 'WITHSCORES')
 	local flying = redis.call('ZCARD', P .. 'lin:' .. rl)
 	local sch, park = false, 0
-	if head[1] and tonumber(head[2]) < WAITS and (r.conc == 0 or flying < r.conc) then
+	if head[1] and tonumber(head[2]) < WAITS and (lanecap(r) == 0 or flying < lanecap(r)) then
 		if now then
 			park = math.max(wake(l, now), later or 0, defer and now or 0)
 		end
@@ -671,16 +746,23 @@ local function place(l, now, later, defer)
 		end
 	end
 	-- ln holds the lanes with messages: one placed before, that still has a
-	-- head, is in it.
+	-- head, is in it. A lane with none forgets its state, once its place
+	-- is written.
+	local empty = false
 	if not (head[1] and (l.sch or l.park > 0)) then
 		local lane = string.match(rl, '|(.*)$')
 		if head[1] or flying > 0 or redis.call('ZCARD', P .. 'ld:' .. rl) > 0 then
 			redis.call('SADD', P .. 'ln:' .. l.route, lane)
+			redis.call('PERSIST', P .. 'lst:' .. rl)
 		else
 			redis.call('SREM', P .. 'ln:' .. l.route, lane)
+			empty = true
 		end
 	end
 	if sch == l.sch and park == l.park then
+		if empty then
+			forget(l, now)
+		end
 		return
 	end
 	if sch ~= l.sch then
@@ -700,6 +782,9 @@ local function place(l, now, later, defer)
 	end
 	redis.call('HSET', P .. 'lst:' .. rl, 'sch', sch or '', 'park', park)
 	l.sch, l.park = sch, park
+	if empty then
+		forget(l, now)
+	end
 end
 
 -- relane puts each lane that the call touched in its place, at the time
@@ -720,7 +805,7 @@ local function relane()
 	end
 	ended = {}
 	for rl, at in pairs(touched) do
-		place(lanestate(rl), at)
+		place(lanestate(rl), lanetime(at))
 	end
 	touched = {}
 end
@@ -790,12 +875,14 @@ local function create(o, n)
 	if redis.call('EXISTS', key) == 1 then
 		return 0
 	end
+	local cancelled = 0
 	if coal then
 		flush() -- the messages it cancels may be in this batch
 		local subs = { unpack(ARGV, o + 8, f - 1) }
 		local ck = P .. 'coal:' .. pr .. '|' .. coal
 		for _, old in ipairs(redis.call('SMEMBERS', ck)) do
 			move(load(old), 'CANCELLED', created, 'coalesced', 0, 0, 0, '', '', '0', subs)
+			cancelled = cancelled + 1
 		end
 		redis.call('SADD', ck, id)
 	end
@@ -844,7 +931,7 @@ local function create(o, n)
 	if sd then
 		zadd(P .. 'sd:' .. sd, '0', id)
 	end
-	return 1
+	return 1 + cancelled
 end
 
 -- created writes what the call's creates left to write.
@@ -921,4 +1008,5 @@ local function enter(keys, args)
 	zpend, cpend = nil, nil
 	rules, touched, ended = {}, {}, {}
 	zadds, newpairs, pairkeys = {}, {}, {}
+	servertime = nil
 end

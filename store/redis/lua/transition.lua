@@ -20,6 +20,8 @@ local function transition(o, n)
 	local rl = ARGV[o + 12] ~= '0' and laneof(m)
 	if rl then
 		local til, why = string.match(ARGV[o + 12], '^(%d+)|(.*)$')
+		local at = num(ARGV[o + 4])
+		til = lanetime(at) + num(til) - at -- as long, in the lanes' time
 		local key = P .. 'lst:' .. rl
 		local h = pause({ pause = num(redis.call('HGET', key, 'pause')) }, til, why)
 		if #h > 0 then

@@ -1,0 +1,294 @@
+package herald_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldmq/herald"
+)
+
+// laneGate is a direct carrier that holds every call of the lanes it gates
+// until the test releases it, and counts the calls per lane: in flight,
+// the most in flight at once, and ended; and the calls per message.
+type laneGate struct {
+	mu               sync.Mutex
+	gates            map[string]chan struct{} // by lane; a call of another lane returns at once
+	open, most, done map[string]int
+	sent             map[string]int // by message id
+	closeOnce        sync.Once
+}
+
+// newLaneGate returns a laneGate that holds the calls of lanes.
+func newLaneGate(lanes ...string) *laneGate {
+	c := &laneGate{gates: map[string]chan struct{}{}, open: map[string]int{}, most: map[string]int{}, done: map[string]int{}, sent: map[string]int{}}
+	for _, l := range lanes {
+		c.gates[l] = make(chan struct{})
+	}
+	return c
+}
+
+func (c *laneGate) Path() herald.Path              { return herald.PathDirect }
+func (c *laneGate) Validate(*herald.Message) error { return nil }
+func (c *laneGate) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	c.mu.Lock()
+	c.open[m.Lane]++
+	c.most[m.Lane] = max(c.most[m.Lane], c.open[m.Lane])
+	c.sent[m.ID]++
+	gate := c.gates[m.Lane]
+	c.mu.Unlock()
+	var err error
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done(): // the engine stops: a test that failed
+			err = ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	c.open[m.Lane]--
+	c.done[m.Lane]++
+	c.mu.Unlock()
+	return herald.SendResult{}, err
+}
+
+// state returns lane's calls in flight, the most in flight at once, and
+// the calls ended.
+func (c *laneGate) state(lane string) (open, most, done int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open[lane], c.most[lane], c.done[lane]
+}
+
+// calls returns how many calls m got.
+func (c *laneGate) calls(m *herald.Message) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sent[m.ID]
+}
+
+// releaseOne ends one call of lane, which must be held.
+func (c *laneGate) releaseOne(lane string) { c.gates[lane] <- struct{}{} }
+
+// releaseAll ends the calls held and holds no more.
+func (c *laneGate) releaseAll() {
+	c.closeOnce.Do(func() {
+		for _, g := range c.gates {
+			close(g)
+		}
+	})
+}
+
+// claimAheadRig returns a rig with the direct route "dcu" capped at
+// concurrency calls per lane (so the engine gives it a ClaimAhead) on
+// carrier c, whose held calls end before the engine stops.
+func claimAheadRig(t *testing.T, c *laneGate, concurrency int) *rig {
+	t.Helper()
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel) // accept timeout 20 s
+	p.Admission = herald.Admission{Concurrency: concurrency}
+	r := newRig(t, []herald.Route{{Name: "dcu", Carrier: c, Policy: p}})
+	t.Cleanup(c.releaseAll) // runs before the rig's stop
+	return r
+}
+
+// TestClaimAheadKeepsTheLaneConcurrencyAtTheCarrier: on a direct route
+// capped at 2 calls per lane, whose lanes' messages are all claimed ahead
+// (all 40 SENT_TO_NS while the first calls are held), the carrier never
+// has more than 2 calls of a lane at once, and has exactly 2 (while the
+// lane has 2 left) after each call that ends, as the calls are released
+// one per lane at a time; the 40 messages of lanes A and B end
+// DELIVERY_SUCCESSFUL, each sent once.
+func TestClaimAheadKeepsTheLaneConcurrencyAtTheCarrier(t *testing.T) {
+	const perLane = 20
+	c := newLaneGate("A", "B")
+	r := claimAheadRig(t, c, 2)
+	var msgs []*herald.Message
+	for i := range 2 * perLane {
+		msgs = append(msgs, r.send(herald.SendRequest{Route: "dcu", Lane: []string{"A", "B"}[i%2], Text: "x"}))
+	}
+	r.start()
+	for released := range perLane {
+		want := min(2, perLane-released)
+		eventually(t, func() bool {
+			for _, lane := range []string{"A", "B"} {
+				open, most, done := c.state(lane)
+				if most > 2 {
+					return true // fails below
+				}
+				if done != released || open != want {
+					return false
+				}
+			}
+			return true
+		}, patience)
+		for _, lane := range []string{"A", "B"} {
+			if _, most, _ := c.state(lane); most > 2 {
+				t.Fatalf("lane %s had %d carrier calls at once, capped at 2", lane, most)
+			}
+		}
+		if released == 0 { // the store let the lanes' messages go ahead of their calls
+			for _, m := range msgs {
+				if got := r.get(m.ID); got.Status != herald.StatusSentToNS {
+					t.Fatalf("%s of lane %s is %s while the first calls are held, want SENT_TO_NS: claimed ahead", m.ID, m.Lane, got.Status)
+				}
+			}
+		}
+		c.releaseOne("A")
+		c.releaseOne("B")
+	}
+	r.settle()
+	for _, lane := range []string{"A", "B"} {
+		if open, most, done := c.state(lane); most != 2 || done != perLane || open != 0 {
+			t.Errorf("lane %s: %d calls ended, %d in flight, at most %d at once; want %d, 0, 2", lane, done, open, most, perLane)
+		}
+	}
+	for _, m := range msgs {
+		if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful || c.calls(m) != 1 {
+			t.Errorf("%s of lane %s: %s after %d calls, want DELIVERY_SUCCESSFUL after 1", m.ID, m.Lane, got.Status, c.calls(m))
+		}
+	}
+}
+
+// TestClaimAheadLaneDoesNotKeepAnotherBack: lane A holds 2,000 due
+// messages of a direct route capped at 1 call per lane, and its first call
+// does not end; lane B's one message is delivered all the same, while A's
+// call is still held (the messages of A claimed ahead and waiting for
+// their lane neither fill the claims' window nor take the send slots);
+// once A's calls are released, all of A's are sent, one at a time, once
+// each.
+func TestClaimAheadLaneDoesNotKeepAnotherBack(t *testing.T) {
+	const flood = 2000
+	c := newLaneGate("A")
+	r := claimAheadRig(t, c, 1)
+	reqs := make([]herald.SendRequest, flood)
+	for i := range reqs {
+		reqs[i] = herald.SendRequest{Route: "dcu", Lane: "A", Text: "a"}
+	}
+	sendAll(t, r, reqs)
+	b := r.send(herald.SendRequest{Route: "dcu", Lane: "B", Text: "b"})
+	r.start()
+	eventually(t, func() bool { return r.get(b.ID).Status == herald.StatusDeliverySuccessful }, patience)
+	if open, most, done := c.state("A"); open != 1 || most != 1 || done != 0 {
+		t.Fatalf("when B's message was delivered lane A had %d calls in flight (at most %d), %d ended; want its first held alone", open, most, done)
+	}
+	c.releaseAll()
+	r.settle()
+	if open, most, done := c.state("A"); done != flood || most != 1 || open != 0 {
+		t.Errorf("lane A: %d calls ended, %d in flight, at most %d at once; want %d, 0, 1", done, open, most, flood)
+	}
+	if n := len(c.sent); n != flood+1 {
+		t.Errorf("%d messages sent, want %d", n, flood+1)
+	}
+	for id, n := range c.sent {
+		if n != 1 {
+			t.Errorf("%s sent %d times", id, n)
+		}
+	}
+}
+
+// TestClaimAheadHandsBackAMessageThatWaitedTooLong: on a direct route
+// capped at 1 call per lane, the lane's first call is held while its
+// second message waits, claimed, for it; once the clock is past half the
+// second's accept timeout (20 s), the engine hands it back: TO_RETRY, due
+// at once, reason "lane busy", its attempt undone (the timeline's entry
+// at attempt 0), not sent. It is claimed again, and once the first call
+// ends it is sent, once, and delivered at attempt 1.
+func TestClaimAheadHandsBackAMessageThatWaitedTooLong(t *testing.T) {
+	c := newLaneGate("L")
+	r := claimAheadRig(t, c, 1)
+	first := r.send(herald.SendRequest{Route: "dcu", Lane: "L", Text: "first"})
+	second := r.send(herald.SendRequest{Route: "dcu", Lane: "L", Text: "second"})
+	r.start()
+	eventually(t, func() bool {
+		open, _, _ := c.state("L")
+		return open == 1 && r.get(second.ID).Status == herald.StatusSentToNS
+	}, patience)
+	if c.calls(second) != 0 {
+		t.Fatalf("the second was sent while the first's call held the lane")
+	}
+	r.clock.Advance(11 * time.Second) // 9 s of its 20 s left; the first's call is still held
+	handedBack := func() *herald.TimelineEntry {
+		for _, e := range r.get(second.ID).Timeline {
+			if e.Reason == "lane busy" {
+				return &e
+			}
+		}
+		return nil
+	}
+	eventually(t, func() bool { return handedBack() != nil }, patience)
+	if e := handedBack(); e.From != herald.StatusSentToNS || e.To != herald.StatusToRetry || e.Attempt != 0 || !e.At.Equal(t0.Add(11*time.Second)) {
+		t.Errorf("hand-back entry %s -> %s attempt %d at +%v, want SENT_TO_NS -> TO_RETRY attempt 0 at +11s", e.From, e.To, e.Attempt, e.At.Sub(t0))
+	}
+	if open, _, done := c.state("L"); open != 1 || done != 0 || c.calls(second) != 0 {
+		t.Fatalf("after the hand-back: %d calls in flight, %d ended, the second sent %d times; want the first's held alone", open, done, c.calls(second))
+	}
+	c.releaseAll()
+	r.settle()
+	for _, m := range []*herald.Message{first, second} {
+		if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 1 || c.calls(m) != 1 {
+			t.Errorf("%s: %s at attempt %d after %d calls, want DELIVERY_SUCCESSFUL at attempt 1 after 1", m.Text, got.Status, got.Attempt, c.calls(m))
+		}
+	}
+	if t.Failed() {
+		for _, e := range r.get(second.ID).Timeline {
+			t.Logf("  %s -> %s attempt %d %q at %v", e.From, e.To, e.Attempt, e.Reason, e.At.Sub(t0))
+		}
+	}
+}
+
+// TestStopHandsBackWhatWasNotSent: messages claimed ahead but not sent
+// when the engine stops go back TO_RETRY, due at once, with no attempt
+// spent ("handed back"), rather than waiting SENT_TO_NS for their deadline.
+func TestStopHandsBackWhatWasNotSent(t *testing.T) {
+	c := newLaneGate("A")
+	r := claimAheadRig(t, c, 1)
+	var msgs []*herald.Message
+	for range 5 {
+		msgs = append(msgs, r.send(herald.SendRequest{Route: "dcu", Lane: "A", Text: "x"}))
+	}
+	r.start()
+	eventually(t, func() bool {
+		open, _, _ := c.state("A")
+		return open == 1 && r.get(msgs[4].ID).Status == herald.StatusSentToNS
+	}, patience)
+	stopped := make(chan struct{})
+	go func() { r.stop(); close(stopped) }()
+	eventually(t, func() bool { return r.get(msgs[4].ID).Status == herald.StatusToRetry }, patience)
+	c.releaseAll()
+	<-stopped
+	for _, m := range msgs[1:] {
+		got := r.get(m.ID)
+		last := got.Timeline[len(got.Timeline)-1]
+		if got.Status != herald.StatusToRetry || got.Attempt != 0 || last.Reason != "handed back" || c.calls(m) != 0 {
+			t.Errorf("%s after stop: %s attempt %d, last entry %q, %d calls; want TO_RETRY attempt 0 \"handed back\", none",
+				m.ID, got.Status, got.Attempt, last.Reason, c.calls(m))
+		}
+	}
+}
+
+// TestClaimAheadLanesShareTheBuffer: three lanes of 600 messages each,
+// capped at 1 call whose calls do not end, would hold more claimed
+// messages than the engine has room for (its pending tokens) if each
+// claimed as far ahead as its ClaimAhead; they share the room instead
+// (Claim.KeptAhead), and a fourth lane's one message is delivered while
+// their calls are held.
+func TestClaimAheadLanesShareTheBuffer(t *testing.T) {
+	c := newLaneGate("A", "B", "C")
+	r := claimAheadRig(t, c, 1)
+	var reqs []herald.SendRequest
+	for _, l := range []string{"A", "B", "C"} {
+		for range 600 {
+			reqs = append(reqs, herald.SendRequest{Route: "dcu", Lane: l, Text: "x"})
+		}
+	}
+	sendAll(t, r, reqs)
+	d := r.send(herald.SendRequest{Route: "dcu", Lane: "D", Text: "d"})
+	r.start()
+	eventually(t, func() bool { return r.get(d.ID).Status == herald.StatusDeliverySuccessful }, patience)
+	for _, l := range []string{"A", "B", "C"} {
+		if open, _, done := c.state(l); open != 1 || done != 0 {
+			t.Errorf("lane %s: %d calls in flight, %d ended; want its first held", l, open, done)
+		}
+	}
+}
