@@ -69,15 +69,24 @@ func (e *Engine) heldByCircuit(m *Message) bool {
 
 // The types of lane events sent to subscribers.
 const (
-	EventCircuitOpen   = "lane.circuit_open"
-	EventCircuitClosed = "lane.circuit_closed"
+	EventCircuitOpen   Status = "lane.circuit_open"
+	EventCircuitClosed Status = "lane.circuit_closed"
 )
 
-// laneEvent enqueues a lane event for every subscriber in the outbox, which
-// delivers it as it does the others (retries, dead letters). While the
-// store is unavailable it tries a few times, as a send's result does.
-func (e *Engine) laneEvent(ctx context.Context, typ, route, lane string, ch CircuitChange) {
-	if len(e.subscribers) == 0 {
+// DefaultEventTypes are the events a subscriber that names no types
+// receives: the end of each message, the uplinks that answer none, and the
+// lane events.
+func DefaultEventTypes() []Status {
+	return []Status{StatusDeliverySuccessful, StatusDeliveryFailed, EventUplink, EventCircuitOpen, EventCircuitClosed}
+}
+
+// laneEvent enqueues a lane event for each subscriber of its type in the
+// outbox, which delivers it as it does the others (retries, dead
+// letters). While the store is unavailable it tries a few times, as a
+// send's result does.
+func (e *Engine) laneEvent(ctx context.Context, typ Status, route, lane string, ch CircuitChange) {
+	notify := e.notifyFor(typ)
+	if len(notify) == 0 {
 		return
 	}
 	now := e.clock.Now()
@@ -90,11 +99,7 @@ func (e *Engine) laneEvent(ctx context.Context, typ, route, lane string, ch Circ
 		e.problem("event_lost", "encode lane event", "type", typ, "err", err)
 		return
 	}
-	ev := &Event{ID: fmt.Sprintf("%s.%s.%s.%d", typ, route, lane, now.UnixMilli()), Type: Status(typ), At: now, Data: data}
-	notify := make([]string, len(e.subscribers))
-	for i, sub := range e.subscribers {
-		notify[i] = sub.Name
-	}
+	ev := &Event{ID: fmt.Sprintf("%s.%s.%s.%d", typ, route, lane, now.UnixMilli()), Type: typ, At: now, Data: data}
 	for try := 1; ; try++ {
 		err := e.store.SettleInbound(ctx, InboundSettle{Event: ev, Notify: notify})
 		if err == nil {

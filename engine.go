@@ -241,7 +241,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("herald: subscriber %d needs a name and a sink", i)
 		}
 		if len(s.Types) == 0 {
-			e.subscribers[i].Types = []Status{StatusDeliverySuccessful, StatusDeliveryFailed, EventUplink}
+			e.subscribers[i].Types = DefaultEventTypes()
 		}
 		if s.MaxAttempts < 1 {
 			e.subscribers[i].MaxAttempts = 10

@@ -22,10 +22,11 @@ const inboxRecheck = 500 * time.Millisecond
 // uplink answering no message.
 const EventUplink Status = "uplink"
 
-// ParseEventType parses a subscriber's event type: a status, or "uplink".
+// ParseEventType parses a subscriber's event type: a status, "uplink",
+// or a lane event's (lane.circuit_open, lane.circuit_closed).
 func ParseEventType(s string) (Status, error) {
-	if s == string(EventUplink) {
-		return EventUplink, nil
+	if s == string(EventUplink) || isLaneEvent(Status(s)) {
+		return Status(s), nil
 	}
 	return ParseStatus(s)
 }

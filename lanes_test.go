@@ -366,7 +366,8 @@ func sameSet(got, want []string) bool {
 // TestCircuitOpensAfterTwentyFailures: 20 consecutive 503s open the lane's
 // circuit; messages stop going to the endpoint and spend no attempt; after
 // the cool-down exactly one probe goes; a 200 closes the circuit and the
-// backlog drains. Subscribers hear of the open and the close.
+// backlog drains. Subscribers hear of the open and the close: those that
+// name no types, and those that name the lane events' types, no other.
 func TestCircuitOpensAfterTwentyFailures(t *testing.T) {
 	var (
 		mu      sync.Mutex
@@ -389,12 +390,15 @@ func TestCircuitOpensAfterTwentyFailures(t *testing.T) {
 	defer srv.Close()
 	route := webhookRoute(t, "hooks", srv.URL, herald.ProfileChannel)
 	route.Policy.Admission.Circuit = herald.Circuit{Failures: 20, CoolDown: time.Minute}
-	sink := &recordingSink{}
+	sink, opens, failures := &recordingSink{}, &recordingSink{}, &recordingSink{}
 	// One send at a time. The dispatcher starts the next send as soon as
 	// one returns, before its failure is recorded and counted by the
 	// circuit, so the backlog is queued once 20 sends failed: what the
 	// circuit stops is what comes after its 20th failure.
-	r := newRigWith(t, func(c *herald.Config) { c.Concurrency = 1 }, []herald.Route{route}, herald.Subscriber{Name: "ops", Sink: sink})
+	r := newRigWith(t, func(c *herald.Config) { c.Concurrency = 1 }, []herald.Route{route},
+		herald.Subscriber{Name: "ops", Sink: sink},
+		herald.Subscriber{Name: "opens", Sink: opens, Types: []herald.Status{herald.EventCircuitOpen}},
+		herald.Subscriber{Name: "failures", Sink: failures, Types: []herald.Status{herald.StatusDeliveryFailed}})
 	var msgs []*herald.Message
 	for i := range 20 {
 		msgs = append(msgs, r.send(herald.SendRequest{Route: "hooks", Text: fmt.Sprint(i)}))
@@ -446,6 +450,12 @@ func TestCircuitOpensAfterTwentyFailures(t *testing.T) {
 	}
 	if evs := sink.lane(); len(evs) != 3 || evs[1].Type != herald.EventCircuitOpen || evs[2].Type != herald.EventCircuitClosed {
 		t.Errorf("lane events %+v, want open, open again, closed", evs)
+	}
+	if evs := opens.lane(); len(evs) != 2 || evs[0].Type != herald.EventCircuitOpen || evs[1].Type != herald.EventCircuitOpen {
+		t.Errorf("the lane events of a subscriber of lane.circuit_open: %+v, want the two opens", evs)
+	}
+	if evs := failures.lane(); len(evs) != 0 {
+		t.Errorf("the lane events of a subscriber of DELIVERY_FAILED only: %+v, want none", evs)
 	}
 }
 

@@ -107,7 +107,7 @@ type EventSink interface {
 // Subscriber receives an outcome event for each transition it subscribes to.
 type Subscriber struct {
 	Name  string
-	Types []Status // defaults to DELIVERY_SUCCESSFUL, DELIVERY_FAILED and EventUplink
+	Types []Status // defaults to DefaultEventTypes
 	Retry RetryPolicy
 	// MaxAttempts bounds deliveries of one event; after the last it is dead.
 	MaxAttempts int

@@ -76,9 +76,10 @@ type Subscriber struct {
 	URL string `yaml:"url"`
 	// SecretEnv names the environment variable holding the signing secret.
 	SecretEnv string `yaml:"secret_env"`
-	// Types are the statuses whose transitions are sent, and "uplink" for
-	// the devices' uplinks that answer no message; empty means
-	// DELIVERY_SUCCESSFUL, DELIVERY_FAILED and uplink.
+	// Types are the statuses whose transitions are sent, "uplink" for the
+	// devices' uplinks that answer no message, and the lane events
+	// (lane.circuit_open, lane.circuit_closed); empty means
+	// DELIVERY_SUCCESSFUL, DELIVERY_FAILED, uplink and the lane events.
 	Types []string `yaml:"types"`
 	// MaxAttempts bounds the deliveries of one event; 0 keeps the engine's default.
 	MaxAttempts int `yaml:"max_attempts"`

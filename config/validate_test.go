@@ -209,3 +209,19 @@ func TestParseStore(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscriberEventTypes: a subscriber may name statuses, uplink and the
+// lane events; a lane event type that does not exist is refused.
+func TestSubscriberEventTypes(t *testing.T) {
+	f, err := Parse([]byte(`
+subscribers: [{url: "http://h/e", types: [DELIVERY_FAILED, uplink, lane.circuit_open, lane.circuit_closed]}]
+` + okRoute))
+	if err != nil || len(f.Subscribers[0].Types) != 4 {
+		t.Fatalf("Parse = %+v, %v; want the four types accepted", f, err)
+	}
+	if _, err := Parse([]byte(`
+subscribers: [{url: "http://h/e", types: [lane.circuit_half_open]}]
+` + okRoute)); err == nil || !strings.Contains(err.Error(), "lane.circuit_half_open") {
+		t.Errorf("Parse of an unknown lane event type: %v, want it refused by name", err)
+	}
+}
