@@ -251,15 +251,20 @@ type laneTaken struct {
 }
 
 // claimedFrom records in each lane what a claim by node took from it: its
-// slots, its new first message and its owner (Admission.ClaimAhead). (The lanes_update trigger leaves claims to
-// this, which does once per lane what it would do once per message.)
+// slots, its new first message and its owner (Admission.ClaimAhead), in
+// one statement. (The lanes_update trigger leaves claims to this, which
+// does once per lane what it would do once per message.)
 func (tx *wtx) claimedFrom(lanes []laneTaken, node string) error {
-	for _, l := range lanes {
-		if _, err := tx.st.laneClaimed.Exec(l.route, l.lane, l.n, node); err != nil {
-			return err
-		}
+	taken := make([][3]any, len(lanes))
+	for i, l := range lanes {
+		taken[i] = [3]any{l.route, l.lane, l.n}
 	}
-	return nil
+	takenJSON, err := json.Marshal(taken)
+	if err != nil {
+		return err
+	}
+	_, err = tx.st.lanesClaimed.Exec(string(takenJSON), node)
+	return err
 }
 
 // admitLane takes up to room messages of lane l at now, as a allows, and

@@ -33,7 +33,7 @@ type writeStmts struct {
 
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeIDs, laneTakeOrdered *sql.Stmt
-	parkLane, holdLane, laneDispatched, laneProbe, laneClaimed      *sql.Stmt
+	parkLane, holdLane, laneDispatched, laneProbe, lanesClaimed     *sql.Stmt
 	laneCircuit, circuitOpen, circuitClose, circuitCount            *sql.Stmt
 	pauseLane, tenantBucket, saveTenantBucket                       *sql.Stmt
 	routeBucket, saveRouteBucket                                    *sql.Stmt
@@ -178,14 +178,16 @@ func (st *writeStmts) defs() []stmtDef {
 						AND o.route = m.route AND o.target = m.target AND o.id < m.id)
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		{&st.parkLane, `UPDATE lanes SET ready_at = ?3 WHERE route = ?1 AND lane = ?2`},
-		{&st.laneClaimed, `UPDATE lanes SET inflight = inflight + ?3, owner = ?4,
-				head_id = COALESCE((SELECT id FROM messages INDEXED BY messages_lane
-					WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2
-					ORDER BY priority DESC, id LIMIT 1), ''),
-				head_prio = COALESCE((SELECT priority FROM messages INDEXED BY messages_lane
-					WHERE status = 'QUEUED' AND gated = 1 AND route = ?1 AND lane = ?2
-					ORDER BY priority DESC, id LIMIT 1), 0)
-			WHERE route = ?1 AND lane = ?2`},
+		// The lanes a claim took from, [route, lane, taken] each in the
+		// JSON array ?1, by node ?2: one statement for them all.
+		{&st.lanesClaimed, `UPDATE lanes SET inflight = inflight + t.n, owner = ?2,
+				(head_id, head_prio) = (
+					SELECT id, priority FROM (SELECT id, priority FROM messages INDEXED BY messages_lane
+						WHERE status = 'QUEUED' AND gated = 1 AND route = t.route AND lane = t.lane
+						ORDER BY priority DESC, id LIMIT 1)
+					UNION ALL SELECT '', 0 LIMIT 1)
+			FROM (SELECT value ->> 0 AS route, value ->> 1 AS lane, value ->> 2 AS n FROM json_each(?1)) AS t
+			WHERE lanes.route = t.route AND lanes.lane = t.lane`},
 		{&st.laneDispatched, `UPDATE lanes SET next_at = ?3, tokens = ?4, tokens_at = ?5, ready_at = ?6
 			WHERE route = ?1 AND lane = ?2`},
 		{&st.laneProbe, `UPDATE lanes SET circuit = 'probing', paused_until = ?3, pause_reason = 'circuit_probe',
