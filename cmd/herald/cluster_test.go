@@ -244,7 +244,7 @@ func TestPausedNodeLateCompletionRefused(t *testing.T) {
 	defer sinkSrv.Close()
 	defer close(release)
 
-	a := startNodes(t, 1, rs.URL(), sinkSrv.URL, 4, "1s")[0]
+	a := startNodes(t, 1, rs.URL(), sinkSrv.URL, 4, "3s")[0]
 	var view struct{ ID string }
 	if code, err := a.call("POST", "/v1/messages", map[string]any{"route": "hooks", "text": "x"}, &view); err != nil || code != http.StatusAccepted {
 		t.Fatalf("send: %d %v", code, err)
@@ -253,7 +253,7 @@ func TestPausedNodeLateCompletionRefused(t *testing.T) {
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	b := startNodes(t, 1, rs.URL(), sinkSrv.URL, 4, "1s")[0]
+	b := startNodes(t, 1, rs.URL(), sinkSrv.URL, 4, "3s")[0]
 
 	var msg struct {
 		Status   string

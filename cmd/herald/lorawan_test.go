@@ -174,7 +174,7 @@ func TestPushKilledBetweenTxackAndAck(t *testing.T) {
 	setLoRaEnv(t)
 	broker := mqtttest.Start(t)
 	devs := loraDevices(3)
-	sim := startNetwork(t, cssim.Config{Devices: devs, AckDelay: 1500 * time.Millisecond,
+	sim := startNetwork(t, cssim.Config{Devices: devs, AckDelay: 3 * time.Second,
 		MQTT: &cssim.MQTTConfig{Server: broker.URL(), QoS: 1}})
 	dir, addr := t.TempDir(), freeAddr(t)
 	cfg := loraConfig(addr, "sqlite:"+filepath.Join(dir, "herald.db"), sim.Addr(), "grpc", broker.URL(), "herald-crash")
@@ -213,7 +213,7 @@ func TestPushAckReachesASecondNode(t *testing.T) {
 	}})
 	defer proxy.Close()
 	devs := loraDevices(3)
-	sim := startNetwork(t, cssim.Config{Devices: devs, AckDelay: time.Second,
+	sim := startNetwork(t, cssim.Config{Devices: devs, AckDelay: 3 * time.Second,
 		HTTP: &cssim.HTTPConfig{URL: proxy.URL + "/v1/ingress/lora", Headers: map[string]string{"Authorization": "Bearer " + loraIngress}}})
 	var nodes []*serverProc
 	for range 2 {

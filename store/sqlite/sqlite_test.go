@@ -123,7 +123,16 @@ func TestCloseDrainsWrites(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Close once some Creates succeeded (and others are under way), however
+	// slow the disk.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(created)
+		mu.Unlock()
+		if n >= 8 {
+			break
+		}
+	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
