@@ -21,7 +21,7 @@ func (e *Engine) reportCircuit(ctx context.Context, m *Message, failed bool) {
 		e.problem("store_error", "record the lane's circuit", "route", m.Route, "lane", m.Lane, "err", err)
 		return
 	}
-	key := laneKey{m.Route, m.Lane}
+	key := LaneRef{m.Route, m.Lane}
 	switch {
 	case ch.Opened:
 		e.problem("circuit_open", "lane circuit opened: its messages wait", "route", m.Route, "lane", m.Lane,
@@ -41,15 +41,12 @@ func (e *Engine) reportCircuit(ctx context.Context, m *Message, failed bool) {
 	}
 }
 
-// laneKey names a lane: its route and lane.
-type laneKey struct{ route, lane string }
-
 // heldByCircuit reports whether m, claimed before its lane's circuit opened
 // on this node, must not be sent: it then goes back to wait TO_RETRY until
 // the cool-down ends, its attempt undone, and the store's claim admits the
 // probe. The caller holds dispatchMu.
 func (e *Engine) heldByCircuit(m *Message) bool {
-	key := laneKey{m.Route, m.Lane}
+	key := LaneRef{m.Route, m.Lane}
 	until, open := e.openCircuits[key]
 	if !open {
 		return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 )
 
@@ -33,7 +34,7 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 	for {
 		e.dispatchMu.Lock()
 		e.startPrefetched()
-		limit, gated, kept := 0, 0, 0
+		limit, gated, kept := 0, 0, keptBound{}
 		if claiming < maxClaims && !idle {
 			limit = e.claimWant()
 			gated = e.gatedLimit(limit)
@@ -114,9 +115,9 @@ type claimed struct {
 }
 
 // claimAhead claims up to limit messages, of gated routes at most gated,
-// of each lane this node keeps at most kept ahead (Claim.KeptAhead), into
-// the prefetched buffer.
-func (e *Engine) claimAhead(ctx context.Context, limit, gated, kept int) claimed {
+// of the lanes this node keeps as far ahead as kept allows, into the
+// prefetched buffer.
+func (e *Engine) claimAhead(ctx context.Context, limit, gated int, kept keptBound) claimed {
 	msgs, err := e.claimMessages(ctx, limit, gated, kept)
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
@@ -193,7 +194,7 @@ func (e *Engine) startPrefetched() int {
 			if e.handedBack(m) {
 				continue
 			}
-			if e.laneCalls[laneKey{m.Route, m.Lane}] >= e.admission[m.Route].Concurrency {
+			if e.laneCalls[LaneRef{m.Route, m.Lane}] >= e.admission[m.Route].Concurrency {
 				e.prefetched[kept] = m
 				kept++
 				continue
@@ -216,14 +217,26 @@ func (e *Engine) startPrefetched() int {
 	return started
 }
 
+// keptBound is how far ahead a claim may take the messages of the lanes
+// this node keeps: Claim.KeptAhead and Claim.KeptSent.
+type keptBound struct {
+	ahead int
+	sent  map[LaneRef]int
+}
+
 // keptAhead returns how far ahead of its calls a claim may take the
-// messages of a lane this node keeps (Claim.KeptAhead): three quarters of
-// the pending tokens, shared by the lanes with calls in flight and one
-// more, so that lanes whose calls are slow cannot take every token and
-// keep the other lanes' messages from being claimed. The caller holds
-// dispatchMu.
-func (e *Engine) keptAhead() int {
-	return 3 * cap(e.pending) / 4 / (len(e.laneCalls) + 1)
+// messages of a lane this node keeps: three quarters of the pending
+// tokens, shared by the lanes with calls in flight and one more, so that
+// lanes whose calls are slow cannot take every token and keep the other
+// lanes' messages from being claimed; and beyond that, the messages of
+// the lane sent whose answers are on their way to the store (a copy of
+// laneSent). The caller holds dispatchMu.
+func (e *Engine) keptAhead() keptBound {
+	k := keptBound{ahead: 3 * cap(e.pending) / 4 / (len(e.laneCalls) + 1)}
+	if len(e.laneSent) > 0 {
+		k.sent = maps.Clone(e.laneSent)
+	}
+	return k
 }
 
 // keptLane reports whether m's lane is kept by the node that claimed it
@@ -233,9 +246,9 @@ func (e *Engine) keptLane(m *Message) bool {
 }
 
 // claimMessages claims up to limit due messages, of gated routes at most
-// gated, of each lane this node keeps at most kept ahead, taking a pending
+// gated, of the lanes this node keeps as far ahead as kept allows, taking a pending
 // token for each.
-func (e *Engine) claimMessages(ctx context.Context, limit, gated, kept int) ([]*Message, error) {
+func (e *Engine) claimMessages(ctx context.Context, limit, gated int, kept keptBound) ([]*Message, error) {
 	msgs, err := e.store.Claim(ctx, Claim{
 		Now:            e.clock.Now(),
 		Limit:          limit,
@@ -243,7 +256,8 @@ func (e *Engine) claimMessages(ctx context.Context, limit, gated, kept int) ([]*
 		DefaultAccept:  e.defaultAccept,
 		GatedLimit:     gated,
 		Node:           e.node,
-		KeptAhead:      kept,
+		KeptAhead:      kept.ahead,
+		KeptSent:       kept.sent,
 	})
 	if err != nil {
 		return nil, err
@@ -344,12 +358,20 @@ func (e *Engine) stale(m *Message) bool {
 // frees from the prefetched buffer. The caller holds dispatchMu.
 func (e *Engine) startSend(m *Message) {
 	e.slots <- struct{}{}
-	key, kept := laneKey{m.Route, m.Lane}, e.keptLane(m)
+	key, kept := LaneRef{m.Route, m.Lane}, e.keptLane(m)
 	if kept {
 		e.laneCalls[key]++
+		e.laneSent[key]++
 	}
 	e.spawn(func() {
 		defer func() {
+			if kept { // its answer is recorded (or given up)
+				e.dispatchMu.Lock()
+				if e.laneSent[key]--; e.laneSent[key] == 0 {
+					delete(e.laneSent, key)
+				}
+				e.dispatchMu.Unlock()
+			}
 			<-e.pending
 			e.nudge(e.wake) // the claim window may have been full
 		}()

@@ -124,11 +124,15 @@ type Engine struct {
 	pending      chan struct{}         // one token per claimed message not yet recorded
 	prefetched   []*Message            // claimed, waiting for a send slot; guarded by dispatchMu
 	pace         pace                  // how far to claim ahead; guarded by dispatchMu
-	openCircuits map[laneKey]time.Time // lanes this node saw open, until when; guarded by dispatchMu
+	openCircuits map[LaneRef]time.Time // lanes this node saw open, until when; guarded by dispatchMu
 	// laneCalls counts the carrier calls in flight on each lane of a route
 	// with Admission.ClaimAhead, which this node keeps to the lane's
 	// Concurrency; guarded by dispatchMu.
-	laneCalls map[laneKey]int
+	laneCalls map[LaneRef]int
+	// laneSent counts, on the same lanes, the messages this node has sent
+	// whose answers are not recorded yet (Claim.KeptSent); guarded by
+	// dispatchMu.
+	laneSent map[LaneRef]int
 	// laneKept counts the prefetched messages that the last look at the
 	// buffer left waiting for a call of their lane: claims do not count
 	// them as claimed ahead; guarded by dispatchMu.
@@ -176,11 +180,12 @@ func New(cfg Config) (*Engine, error) {
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
 		defaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
 		admission:      make(map[string]Admission),
-		openCircuits:   make(map[laneKey]time.Time),
-		laneCalls:      make(map[laneKey]int),
+		openCircuits:   make(map[LaneRef]time.Time),
+		laneCalls:      make(map[LaneRef]int),
+		laneSent:       make(map[LaneRef]int),
 		subscribers:    cfg.Subscribers,
 		slots:          make(chan struct{}, cfg.Concurrency),
-		pending:        make(chan struct{}, 2*cfg.Concurrency+4*cfg.ClaimBatch),
+		pending:        make(chan struct{}, pendingBound(cfg)),
 		wake:           make(chan struct{}, 1),
 		retryPending:   make(chan struct{}, 1),
 		eventPending:   make(chan struct{}, 1),
@@ -218,8 +223,9 @@ func New(cfg Config) (*Engine, error) {
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
 			if a.Concurrency > 0 && !a.Timed() && r.Carrier.Path() == PathDirect {
-				// As far ahead as the claims of one node go (pace's most).
-				a.ClaimAhead = a.Concurrency + maxClaims*cfg.ClaimBatch
+				// As far ahead as one node may hold claimed messages
+				// (its pending tokens).
+				a.ClaimAhead = a.Concurrency + pendingBound(cfg)
 			}
 			e.admission[r.Name] = a
 			e.timed = e.timed || a.Timed()
@@ -530,4 +536,10 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
 	case <-a.c:
 		return true
 	}
+}
+
+// pendingBound is how many claimed messages a node holds at most, from
+// the claim until their answers are recorded: its pending tokens.
+func pendingBound(cfg Config) int {
+	return 2*cfg.Concurrency + 4*cfg.ClaimBatch
 }

@@ -238,9 +238,19 @@ type Claim struct {
 	// KeptAhead, when positive, lowers for this claim the bound of the
 	// lanes of routes with Admission.ClaimAhead: at most the larger of
 	// their Concurrency and KeptAhead of their messages in flight (the
-	// node shares its buffer among the lanes it keeps).
+	// node shares its buffer among the lanes it keeps), plus KeptSent.
 	KeptAhead int
+	// KeptSent counts, for each lane the node keeps, its messages that
+	// the node has sent and whose answers are not recorded yet: they are
+	// in flight for the store, but no longer in the node's buffer, so
+	// they raise the lane's KeptAhead bound. (KeptAhead bounds what
+	// waits in the buffer: a fast lane is not held to it by the answers
+	// on their way to the store.)
+	KeptSent map[LaneRef]int
 }
+
+// LaneRef names a lane of a route.
+type LaneRef struct{ Route, Lane string }
 
 // Transition is a compare-and-set of a message's status.
 type Transition struct {

@@ -210,7 +210,8 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 				continue // another node dispatches it
 			}
 			if a.ClaimAhead > 0 && c.KeptAhead > 0 {
-				a.ClaimAhead = min(a.ClaimAhead, max(a.Concurrency, c.KeptAhead))
+				kept := c.KeptAhead + c.KeptSent[herald.LaneRef{Route: l.route, Lane: l.lane}]
+				a.ClaimAhead = min(a.ClaimAhead, max(a.Concurrency, kept))
 			}
 			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets)
 			if err != nil {

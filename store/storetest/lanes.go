@@ -130,6 +130,36 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	// KeptSent raises a lane's KeptAhead bound by the messages the node
+	// sent whose answers are on their way, that lane's only, and never
+	// past ClaimAhead.
+	t.Run("KeptSent", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1, ClaimAhead: 6}})
+		a := h.createN("g", "dcu-1", 8)
+		b := h.createN("g", "dcu-2", 4)
+		claim := func(sent map[herald.LaneRef]int) []*herald.Message {
+			t.Helper()
+			got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 20, GatedLimit: 20, DefaultAccept: 20 * time.Second,
+				Node: "n1", KeptAhead: 2, KeptSent: sent})
+			if err != nil {
+				t.Fatalf("Claim: %v", err)
+			}
+			return got
+		}
+		if got := claim(nil); !slices.Equal(ids(got), append(ids(a[:2]), ids(b[:2])...)) {
+			t.Fatalf("claim with KeptAhead 2 = %v, want two of each lane: %v %v", ids(got), ids(a[:2]), ids(b[:2]))
+		}
+		sent := map[herald.LaneRef]int{{Route: "g", Lane: "dcu-1"}: 2, {Route: "g", Lane: "dcu-9"}: 5}
+		if got := claim(sent); !slices.Equal(ids(got), ids(a[2:4])) {
+			t.Fatalf("claim with 2 of dcu-1 sent = %v, want dcu-1's next two %v and none of dcu-2", ids(got), ids(a[2:4]))
+		}
+		sent[herald.LaneRef{Route: "g", Lane: "dcu-1"}] = 10
+		if got := claim(sent); !slices.Equal(ids(got), ids(a[4:6])) {
+			t.Fatalf("claim with 10 of dcu-1 sent = %v, want up to ClaimAhead 6: %v", ids(got), ids(a[4:6]))
+		}
+	})
+
 	t.Run("Spacing", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Spacing: 2 * time.Second}})

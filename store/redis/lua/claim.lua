@@ -1,17 +1,23 @@
 -- claim.lua is Store.Claim. ARGV: now, limit, gated limit, the default
--- accept timeout, the claiming node, its KeptAhead (0 for none), then
--- pairs of route (escaped) and accept timeout. It
+-- accept timeout, the claiming node, its KeptAhead (0 for none), the
+-- number of lanes in its KeptSent and for each its key (route|lane,
+-- escaped) and count, then pairs of route (escaped) and accept timeout. It
 -- returns the claimed messages, in claim order, each as {id, s}: its id
 -- and the field s as the claim set it. The caller reads the other fields,
 -- which a claim does not change, off the script (all but the timeline,
 -- which Claim does not return).
 local now, limit, gated, default, node = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local keptahead = tonumber(ARGV[6])
+local keptsent = {}
+local nsent = tonumber(ARGV[7])
+for i = 8, 7 + 2 * nsent, 2 do
+	keptsent[ARGV[i]] = tonumber(ARGV[i + 1])
+end
 -- lnow is the time of the lanes' limits (see lanetime): set before the
 -- claim takes from the lanes.
 local lnow
 local timeouts = {}
-for i = 7, #ARGV, 2 do
+for i = 8 + 2 * nsent, #ARGV, 2 do
 	timeouts[ARGV[i]] = tonumber(ARGV[i + 1])
 end
 
@@ -143,11 +149,12 @@ local function admit(l, head, room)
 	local flying = cap > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) or 0
 	if r.ahead > 0 then
 		-- Another node's, or as far ahead as this node keeps it now.
-		if (flying > 0 and l.own ~= node) or (keptahead > 0 and flying >= math.max(r.conc, keptahead)) then
+		local kept = keptahead + (keptsent[rl] or 0)
+		if (flying > 0 and l.own ~= node) or (keptahead > 0 and flying >= math.max(r.conc, kept)) then
 			return nil, true
 		end
 		if keptahead > 0 then
-			cap = math.min(cap, math.max(r.conc, keptahead))
+			cap = math.min(cap, math.max(r.conc, kept))
 		end
 	end
 	if wake(l, lnow) > lnow or (cap > 0 and flying >= cap) then
