@@ -292,3 +292,57 @@ func TestClaimAheadLanesShareTheBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimAheadSlowCallsLeaveRoom: with more send slots than claims
+// reach ahead (Concurrency 20, ClaimBatch 2: 48 pending tokens), six
+// lanes capped at 3 calls, whose calls do not end, hold their calls and
+// their share of the buffer, not every token: a seventh lane's message is
+// delivered while they are held. (Claim.KeptSent counts only answers on
+// their way to the store, never calls in flight.)
+func TestClaimAheadSlowCallsLeaveRoom(t *testing.T) {
+	slow := []string{"A", "B", "C", "E", "F", "G"}
+	c := newLaneGate(slow...)
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	p.Admission = herald.Admission{Concurrency: 3}
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.Concurrency, cfg.ClaimBatch = 20, 2 },
+		[]herald.Route{{Name: "dcu", Carrier: c, Policy: p}})
+	t.Cleanup(c.releaseAll)
+	var reqs []herald.SendRequest
+	for _, l := range slow {
+		for range 40 {
+			reqs = append(reqs, herald.SendRequest{Route: "dcu", Lane: l, Text: "x"})
+		}
+	}
+	sendAll(t, r, reqs)
+	r.start()
+	// The claims have taken what they may: as many in flight for 200 ms.
+	last, same := -1, 0
+	eventually(t, func() bool {
+		time.Sleep(10 * time.Millisecond)
+		n := r.countStatus(herald.StatusSentToNS)
+		if n == last {
+			same++
+		} else {
+			last, same = n, 0
+		}
+		return n >= 9 && same >= 20
+	}, patience)
+	d := r.send(herald.SendRequest{Route: "dcu", Lane: "D", Text: "d"})
+	eventually(t, func() bool { return r.get(d.ID).Status == herald.StatusDeliverySuccessful }, patience)
+}
+
+// countStatus returns how many messages are in status st.
+func (r *rig) countStatus(st herald.Status) int {
+	r.t.Helper()
+	counts, err := r.store.Counts(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	n := 0
+	for _, c := range counts {
+		if c.Status == st {
+			n += c.N
+		}
+	}
+	return n
+}

@@ -228,13 +228,13 @@ type keptBound struct {
 // messages of a lane this node keeps: three quarters of the pending
 // tokens, shared by the lanes with calls in flight and one more, so that
 // lanes whose calls are slow cannot take every token and keep the other
-// lanes' messages from being claimed; and beyond that, the messages of
-// the lane sent whose answers are on their way to the store (a copy of
-// laneSent). The caller holds dispatchMu.
+// lanes' messages from being claimed; and beyond that, the lane's
+// answers on their way to the store (a copy of laneAnswered). The caller
+// holds dispatchMu.
 func (e *Engine) keptAhead() keptBound {
 	k := keptBound{ahead: 3 * cap(e.pending) / 4 / (len(e.laneCalls) + 1)}
-	if len(e.laneSent) > 0 {
-		k.sent = maps.Clone(e.laneSent)
+	if len(e.laneAnswered) > 0 {
+		k.sent = maps.Clone(e.laneAnswered)
 	}
 	return k
 }
@@ -361,17 +361,9 @@ func (e *Engine) startSend(m *Message) {
 	key, kept := LaneRef{m.Route, m.Lane}, e.keptLane(m)
 	if kept {
 		e.laneCalls[key]++
-		e.laneSent[key]++
 	}
 	e.spawn(func() {
 		defer func() {
-			if kept { // its answer is recorded (or given up)
-				e.dispatchMu.Lock()
-				if e.laneSent[key]--; e.laneSent[key] == 0 {
-					delete(e.laneSent, key)
-				}
-				e.dispatchMu.Unlock()
-			}
 			<-e.pending
 			e.nudge(e.wake) // the claim window may have been full
 		}()
@@ -382,6 +374,7 @@ func (e *Engine) startSend(m *Message) {
 			if e.laneCalls[key]--; e.laneCalls[key] == 0 {
 				delete(e.laneCalls, key)
 			}
+			e.laneAnswered[key]++
 		}
 		if e.dispatching {
 			e.startPrefetched() // the next send goes at once, not after a wake of the dispatcher
@@ -390,6 +383,15 @@ func (e *Engine) startSend(m *Message) {
 		e.nudge(e.wake)
 		if ok {
 			e.recordResult(e.sendCtx, m, t)
+		}
+		if kept { // its answer is recorded (or there is none to record)
+			e.dispatchMu.Lock()
+			if e.laneAnswered[key]--; e.laneAnswered[key] == 0 {
+				delete(e.laneAnswered, key)
+			}
+			e.dispatchMu.Unlock()
+		}
+		if ok {
 			if outcome != outcomeOther {
 				e.reportCircuit(e.sendCtx, m, outcome == outcomeTransient)
 			}

@@ -129,10 +129,10 @@ type Engine struct {
 	// with Admission.ClaimAhead, which this node keeps to the lane's
 	// Concurrency; guarded by dispatchMu.
 	laneCalls map[LaneRef]int
-	// laneSent counts, on the same lanes, the messages this node has sent
-	// whose answers are not recorded yet (Claim.KeptSent); guarded by
+	// laneAnswered counts, on the same lanes, the calls that have ended
+	// and whose answers are not recorded yet (Claim.KeptSent); guarded by
 	// dispatchMu.
-	laneSent map[LaneRef]int
+	laneAnswered map[LaneRef]int
 	// laneKept counts the prefetched messages that the last look at the
 	// buffer left waiting for a call of their lane: claims do not count
 	// them as claimed ahead; guarded by dispatchMu.
@@ -182,7 +182,7 @@ func New(cfg Config) (*Engine, error) {
 		admission:      make(map[string]Admission),
 		openCircuits:   make(map[LaneRef]time.Time),
 		laneCalls:      make(map[LaneRef]int),
-		laneSent:       make(map[LaneRef]int),
+		laneAnswered:   make(map[LaneRef]int),
 		subscribers:    cfg.Subscribers,
 		slots:          make(chan struct{}, cfg.Concurrency),
 		pending:        make(chan struct{}, pendingBound(cfg)),
@@ -223,9 +223,8 @@ func New(cfg Config) (*Engine, error) {
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
 			if a.Concurrency > 0 && !a.Timed() && r.Carrier.Path() == PathDirect {
-				// As far ahead as one node may hold claimed messages
-				// (its pending tokens).
-				a.ClaimAhead = a.Concurrency + pendingBound(cfg)
+				// As far ahead as the claims of one node go (pace's most).
+				a.ClaimAhead = a.Concurrency + maxClaims*cfg.ClaimBatch
 			}
 			e.admission[r.Name] = a
 			e.timed = e.timed || a.Timed()

@@ -237,15 +237,15 @@ type Claim struct {
 	Node string
 	// KeptAhead, when positive, lowers for this claim the bound of the
 	// lanes of routes with Admission.ClaimAhead: at most the larger of
-	// their Concurrency and KeptAhead of their messages in flight (the
-	// node shares its buffer among the lanes it keeps), plus KeptSent.
+	// their Concurrency and KeptAhead plus the lane's KeptSent of their
+	// messages in flight (the node shares its buffer among the lanes it
+	// keeps). KeptSent counts only when KeptAhead is positive.
 	KeptAhead int
-	// KeptSent counts, for each lane the node keeps, its messages that
-	// the node has sent and whose answers are not recorded yet: they are
-	// in flight for the store, but no longer in the node's buffer, so
-	// they raise the lane's KeptAhead bound. (KeptAhead bounds what
-	// waits in the buffer: a fast lane is not held to it by the answers
-	// on their way to the store.)
+	// KeptSent counts, for each lane the node keeps, its messages whose
+	// carrier calls have ended and whose answers are not recorded yet:
+	// in flight for the store, but neither in the node's buffer nor in a
+	// call, so that a fast lane is not held back by its own answers on
+	// their way to the store.
 	KeptSent map[LaneRef]int
 }
 

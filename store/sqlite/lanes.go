@@ -251,7 +251,8 @@ type laneTaken struct {
 	n           int
 }
 
-// claimedFrom records in each lane what a claim by node took from it: its
+// claimedFrom records in each lane what a claim by node took from it (each
+// lane once: pickGated visits a lane once a claim): its
 // slots, its new first message and its owner (Admission.ClaimAhead), in
 // one statement. (The lanes_update trigger leaves claims to this, which
 // does once per lane what it would do once per message.)
