@@ -3,7 +3,6 @@ package herald
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -97,17 +96,12 @@ func (e *Engine) laneEvent(ctx context.Context, typ Status, route, lane string, 
 		return
 	}
 	ev := &Event{ID: fmt.Sprintf("%s.%s.%s.%d", typ, route, lane, now.UnixMilli()), Type: typ, At: now, Data: data}
-	for try := 1; ; try++ {
-		err := e.store.SettleInbound(ctx, InboundSettle{Event: ev, Notify: notify})
-		if err == nil {
-			e.nudge(e.eventPending)
-			return
-		}
-		if !errors.Is(err, ErrStoreUnavailable) || try == resultRetries || !e.sleep(ctx, backoff(try)) {
-			e.problem("event_lost", "store lane event", "type", typ, "route", route, "lane", lane, "err", err)
-			return
-		}
+	err = e.retryStore(ctx, func() error { return e.store.SettleInbound(ctx, InboundSettle{Event: ev, Notify: notify}) })
+	if err != nil {
+		e.problem("event_lost", "store lane event", "type", typ, "route", route, "lane", lane, "err", err)
+		return
 	}
+	e.nudge(e.eventPending)
 }
 
 // isLaneEvent reports whether typ is the type of a lane event.

@@ -555,19 +555,29 @@ func (e *Engine) slotFreed(m *Message, t Transition) {
 // While the store is unavailable the result is retried a few times, so that
 // a short outage does not turn into a second send after the accept timeout.
 func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) {
-	for try := 1; ; try++ {
+	_ = e.retryStore(ctx, func() error {
 		err := e.apply(ctx, m, t)
 		if errors.Is(err, ErrConflict) {
 			e.problem("stale_completion", "late result refused: the message moved on", "id", m.ID, "from", t.From, "to", t.To, "lease", m.Lease)
 		}
-		if !errors.Is(err, ErrStoreUnavailable) || try == resultRetries || !e.sleep(ctx, backoff(try)) {
-			return
-		}
-	}
+		return err
+	})
 }
 
 // resultRetries bounds the tries to record a carrier's answer in a store outage.
 const resultRetries = 5
+
+// retryStore runs write until it does not fail with ErrStoreUnavailable,
+// at most resultRetries times, backing off between tries, and returns its
+// last error (or ctx's end).
+func (e *Engine) retryStore(ctx context.Context, write func() error) error {
+	for try := 1; ; try++ {
+		err := write()
+		if !errors.Is(err, ErrStoreUnavailable) || try == resultRetries || !e.sleep(ctx, backoff(try)) {
+			return err
+		}
+	}
+}
 
 // apply transitions m, reports store errors and schedules the release of a
 // retry that is due at once. It returns the transition's error.

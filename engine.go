@@ -151,7 +151,8 @@ type Engine struct {
 
 	// busy counts what may still act without a call from outside or a
 	// move of the clock: the loops not parked (see park), the goroutines
-	// of sends, claims and lane events, and the wake-ups given to parked
+	// of sends (their answers and lane events included), claims and
+	// hand-backs, and the wake-ups given to parked
 	// loops but not yet taken (nudges, alarms that went off). A wake-up
 	// taken hands its count to the loop that takes it. Idle reports it.
 	busy atomic.Int64
@@ -185,7 +186,7 @@ func New(cfg Config) (*Engine, error) {
 		laneAnswered:   make(map[LaneRef]int),
 		subscribers:    cfg.Subscribers,
 		slots:          make(chan struct{}, cfg.Concurrency),
-		pending:        make(chan struct{}, pendingBound(cfg)),
+		pending:        make(chan struct{}, 2*cfg.Concurrency+4*cfg.ClaimBatch),
 		wake:           make(chan struct{}, 1),
 		retryPending:   make(chan struct{}, 1),
 		eventPending:   make(chan struct{}, 1),
@@ -330,7 +331,7 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // Idle reports whether the engine runs and has nothing under way: every
 // loop is parked until its next turn on the Config.Clock or a nudge, and
-// no send, claim or lane event is in flight. On a fake clock the engine
+// no send, claim or hand-back is in flight. On a fake clock the engine
 // then does nothing more until the clock moves or it is called (Send,
 // Replay, ...): tests wait for Idle before they check that something did
 // not happen.
@@ -535,10 +536,4 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
 	case <-a.c:
 		return true
 	}
-}
-
-// pendingBound is how many claimed messages a node holds at most, from
-// the claim until their answers are recorded: its pending tokens.
-func pendingBound(cfg Config) int {
-	return 2*cfg.Concurrency + 4*cfg.ClaimBatch
 }

@@ -109,12 +109,14 @@ func (e *Engine) deliverEvent(ctx context.Context, ev Event) {
 
 func (e *Engine) sendEvent(ctx context.Context, sub Subscriber, ev Event) error {
 	if ev.MessageID == "" { // about no message: a lane event or an uplink
-		out := OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC(), Uplink: ev.Data}
+		out := OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC()}
 		if isLaneEvent(ev.Type) {
-			out.Uplink, out.Lane = nil, &LaneEventView{}
+			out.Lane = &LaneEventView{}
 			if err := json.Unmarshal(ev.Data, out.Lane); err != nil {
 				return Permanent(fmt.Errorf("lane event %s: %w", ev.ID, err))
 			}
+		} else {
+			out.Uplink = ev.Data
 		}
 		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()

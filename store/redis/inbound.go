@@ -62,13 +62,13 @@ func (s *Store) InboundByCorrelation(ctx context.Context, route, correlation str
 // inbox events are skipped; an outbox event whose id is stored already
 // stays as it is.
 func (s *Store) SettleInbound(ctx context.Context, st herald.InboundSettle) error {
-	uplink := st.Event != nil && len(st.Notify) > 0
-	if len(st.Done) == 0 && st.Later == "" && !uplink {
+	withEvent := st.Event != nil && len(st.Notify) > 0
+	if len(st.Done) == 0 && st.Later == "" && !withEvent {
 		return nil
 	}
 	args := make([]any, 0, 8+len(st.Done)+len(st.Notify))
 	args = append(args, st.Later, unixms.From(st.DueAt))
-	if uplink {
+	if withEvent {
 		u := st.Event
 		args = append(args, "1", u.ID, string(u.Type), unixms.From(u.At), u.Data)
 	} else {
@@ -78,7 +78,7 @@ func (s *Store) SettleInbound(ctx context.Context, st herald.InboundSettle) erro
 	for _, id := range st.Done {
 		args = append(args, id)
 	}
-	if uplink {
+	if withEvent {
 		for _, sub := range st.Notify {
 			args = append(args, sub)
 		}

@@ -17,6 +17,19 @@ import (
 // noCap is a lane's cap when its route sets no concurrency.
 const noCap = 1 << 62
 
+// laneCap is how many messages a lane of a route with admission a may
+// have in flight: its ClaimAhead when set, else its Concurrency, else
+// noCap (lanes.cap).
+func laneCap(a herald.Admission) int {
+	switch {
+	case a.ClaimAhead > 0:
+		return a.ClaimAhead
+	case a.Concurrency > 0:
+		return a.Concurrency
+	}
+	return noCap
+}
+
 // SetAdmission keeps rules for the messages created and claimed from now
 // on, marks the stored active messages of the gated routes as gated (and
 // the others not), and rebuilds every lane's head and in-flight count
@@ -88,13 +101,7 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 			AND ordered != (gated = 1 AND route IN (SELECT value FROM json_each(?1)))`, []any{string(orderedJSON)}},
 	}
 	for _, r := range routes {
-		capacity := int64(noCap)
-		if c := rules[r].Concurrency; c > 0 {
-			capacity = int64(c)
-		}
-		if c := rules[r].ClaimAhead; c > 0 {
-			capacity = int64(c)
-		}
+		capacity := laneCap(rules[r])
 		stmts = append(stmts, struct {
 			query string
 			args  []any
@@ -252,10 +259,10 @@ type laneTaken struct {
 }
 
 // claimedFrom records in each lane what a claim by node took from it (each
-// lane once: pickGated visits a lane once a claim): its
-// slots, its new first message and its owner (Admission.ClaimAhead), in
-// one statement. (The lanes_update trigger leaves claims to this, which
-// does once per lane what it would do once per message.)
+// lane once: pickGated visits a lane once a claim): its slots, its new
+// first message and its owner (Admission.ClaimAhead), in one statement.
+// (The lanes_dequeued and lanes_update triggers leave claims to this,
+// which does once per lane what they would do once per message.)
 func (tx *wtx) claimedFrom(lanes []laneTaken, node string) error {
 	taken := make([][3]any, len(lanes))
 	for i, l := range lanes {
@@ -273,13 +280,7 @@ func (tx *wtx) claimedFrom(lanes []laneTaken, node string) error {
 // records the dispatch in the lane; a lane held back by time is parked.
 func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket) (took []string, err error) {
 	nowMS := unixms.From(now)
-	n, park := room, int64(0)
-	switch {
-	case a.ClaimAhead > 0:
-		n = min(n, a.ClaimAhead-l.inflight)
-	case a.Concurrency > 0:
-		n = min(n, a.Concurrency-l.inflight)
-	}
+	n, park := min(room, laneCap(a)-l.inflight), int64(0)
 	if l.pausedUntil > nowMS {
 		park = l.pausedUntil
 	}

@@ -38,22 +38,6 @@ func requeued(t herald.Transition) bool {
 	return t.From.Terminal() && t.To == herald.StatusQueued
 }
 
-// gatedRoutes returns the gated routes' names as a JSON array.
-func (tx *wtx) gatedRoutes() string {
-	if tx.gatedJSON == "" {
-		return "[]"
-	}
-	return tx.gatedJSON
-}
-
-// orderedRoutes returns the ordered routes' names as a JSON array.
-func (tx *wtx) orderedRoutes() string {
-	if tx.orderedJSON == "" {
-		return "[]"
-	}
-	return tx.orderedJSON
-}
-
 // transition is Transition inside the writer's transaction: one UPDATE
 // applies it and appends its timeline entry. On ErrConflict and
 // ErrNotFound it has changed nothing.
@@ -64,7 +48,7 @@ func (tx *wtx) transition(t herald.Transition) error {
 		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
-		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedRoutes(), tx.orderedRoutes(),
+		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON,
 	).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)

@@ -44,7 +44,8 @@ type wtx struct {
 	st    *writeStmts
 	lease int64 // the last lease handed out
 	// rules are the gated routes' admission (SetAdmission), gatedJSON
-	// their names as a JSON array, and orderedJSON the ordered ones'.
+	// their names as a JSON array, and orderedJSON the ordered ones' ("[]"
+	// before SetAdmission).
 	rules                  map[string]herald.Admission
 	gatedJSON, orderedJSON string
 }
@@ -107,7 +108,7 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 		return err
 	}
 	// A random start keeps leases distinct across processes and restarts.
-	w.tx = &wtx{conn: conn, st: st, lease: int64(binary.BigEndian.Uint64(seed[:]) >> 2)}
+	w.tx = &wtx{conn: conn, st: st, lease: int64(binary.BigEndian.Uint64(seed[:]) >> 2), gatedJSON: "[]", orderedJSON: "[]"}
 	if !durable {
 		return nil
 	}
