@@ -37,6 +37,8 @@ func (e *Engine) dispatchLoop(ctx context.Context) {
 		limit, gated, kept := 0, 0, keptBound{}
 		if claiming < maxClaims && !idle {
 			limit = e.claimWant()
+		}
+		if limit > 0 {
 			gated = e.gatedLimit(limit)
 			kept = e.keptAhead()
 			e.claimingN += limit

@@ -73,7 +73,7 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 					WHERE status = 'QUEUED' AND gated = 1 AND route NOT IN (SELECT value FROM json_each(?1))
 				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
 					WHERE status = 'TO_RETRY' AND route NOT IN (SELECT value FROM json_each(?1))
-				UNION ALL SELECT id FROM messages INDEXED BY messages_lane_inflight
+				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight
 					WHERE gated = 1 AND ` + inFlightSQL + ` AND route NOT IN (SELECT value FROM json_each(?1)))
 			AND gated = 1`, []any{string(routesJSON)}},
 		{`UPDATE messages SET gated = 1 WHERE id IN (
@@ -94,7 +94,7 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 					WHERE status = 'QUEUED' AND gated = 1
 				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
 					WHERE status = 'TO_RETRY'
-				UNION ALL SELECT id FROM messages INDEXED BY messages_lane_inflight
+				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight
 					WHERE gated = 1 AND ` + inFlightSQL + `
 				UNION ALL SELECT id FROM messages INDEXED BY messages_target
 					WHERE ordered = 1 AND ` + activeSQL + `)
@@ -115,7 +115,7 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 			cap = (SELECT cap FROM lane_caps c WHERE c.route = lanes.route)`, nil},
 		{`INSERT INTO lanes (route, lane, inflight, cap)
 			SELECT route, lane, COUNT(*), (SELECT cap FROM lane_caps c WHERE c.route = m.route)
-			FROM messages m INDEXED BY messages_lane_inflight WHERE gated = 1 AND ` + inFlightSQL + `
+			FROM messages m INDEXED BY messages_inflight WHERE gated = 1 AND ` + inFlightSQL + `
 			GROUP BY route, lane
 			ON CONFLICT (route, lane) DO UPDATE SET inflight = excluded.inflight`, nil},
 		{`INSERT INTO lanes (route, lane, head_prio, head_id, cap)

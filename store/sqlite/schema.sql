@@ -52,9 +52,6 @@ CREATE INDEX IF NOT EXISTS messages_ready ON messages (priority DESC, id, due_at
 -- The QUEUED messages of gated routes, by lane in claim order.
 CREATE INDEX IF NOT EXISTS messages_lane ON messages (route, lane, priority DESC, id, due_at)
 	WHERE status = 'QUEUED' AND gated = 1;
--- The messages of gated routes in flight, by lane: they hold its slots.
-CREATE INDEX IF NOT EXISTS messages_lane_inflight ON messages (route, lane, id)
-	WHERE gated = 1 AND (status = 'SENT_TO_NS' OR status = 'DELIVERED_TO_NS' OR status = 'SENT_TO_DEVICE');
 -- Release.
 CREATE INDEX IF NOT EXISTS messages_retry ON messages (due_at, route)
 	WHERE status = 'TO_RETRY';
@@ -160,10 +157,10 @@ CREATE TABLE IF NOT EXISTS events (
 
 CREATE INDEX IF NOT EXISTS events_due ON events (due_at) WHERE dead = 0;
 
--- lanes is the state of each lane of a gated route. The triggers below keep
--- head_* and inflight in step with the messages in the same transaction as
--- any change of status, whichever statement makes it; SetAdmission
--- recounts them. The claim (claim.go) reads and writes the rest.
+-- lanes is the state of each lane of a gated route. The triggers below and
+-- the statements that change a message's status keep head_* and inflight
+-- in step with the messages in the same transaction; SetAdmission recounts
+-- them. The claim (claim.go) reads and writes the rest.
 CREATE TABLE IF NOT EXISTS lanes (
 	route        TEXT NOT NULL,
 	lane         TEXT NOT NULL,
@@ -225,14 +222,14 @@ BEGIN
 	UPDATE lanes SET ready_at = 0, held = 0 WHERE held = 1 AND route = new.route AND lane = new.lane;
 END;
 
--- A gated message that changes status: it may become the lane's head, stop
--- being it, take a slot or give one back. A claim (QUEUED to SENT_TO_NS,
--- which only claims make) records what it took in each lane itself, once
--- per lane (claimedFrom in lanes.go). One trigger per kind of change, so
--- that the usual one, the end of a flight, runs one statement. (The
--- versions before kept all three in one, lanes_update: migrate drops it;
--- the flight's trigger has its name, so that a version before, run on
--- this database again, keeps the three rather than add its own.)
+-- A gated message that becomes QUEUED again may be its lane's new head; one
+-- that leaves QUEUED but for a claim may have been it. A claim (QUEUED to
+-- SENT_TO_NS, which only claims make) records what it took in each lane
+-- itself, once per lane (claimedFrom in lanes.go), and the statements of
+-- transitions record the flights that they start or end, once per lane too
+-- (laneFlights in transition.go): only Claim and Transition change a
+-- message's status. (The versions before kept the flights in a third
+-- trigger, lanes_update: migrate drops it.)
 CREATE TRIGGER IF NOT EXISTS lanes_requeued AFTER UPDATE OF status ON messages
 WHEN new.gated = 1 AND new.status = 'QUEUED' AND old.status != 'QUEUED'
 BEGIN
@@ -253,23 +250,6 @@ BEGIN
 				ORDER BY priority DESC, id LIMIT 1)
 			UNION ALL SELECT '', 0 LIMIT 1)
 	WHERE route = new.route AND lane = new.lane AND head_id = old.id;
-END;
--- A flight that starts (but by a claim) or ends; an end lets a held lane
--- admit again.
-CREATE TRIGGER IF NOT EXISTS lanes_update AFTER UPDATE OF status ON messages
-WHEN new.gated = 1 AND old.status != new.status AND NOT (old.status = 'QUEUED' AND new.status = 'SENT_TO_NS')
-	AND ((new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
-			!= (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE')
-		OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED')
-BEGIN
-	UPDATE lanes SET inflight = inflight
-			+ (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
-			- (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE'),
-		ready_at = CASE WHEN held = 1 AND (new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED')
-			THEN 0 ELSE ready_at END,
-		held = CASE WHEN new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED'
-			THEN 0 ELSE held END
-	WHERE route = new.route AND lane = new.lane;
 END;
 
 -- The inbox: the events push carriers sent back (herald.Inbound), from

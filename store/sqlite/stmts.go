@@ -34,6 +34,7 @@ type writeStmts struct {
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeIDs, laneTakeOrdered *sql.Stmt
 	parkLane, holdLane, laneDispatched, laneProbe, lanesClaimed     *sql.Stmt
+	laneFlights                                                     *sql.Stmt
 	laneCircuit, circuitOpen, circuitClose, circuitCount            *sql.Stmt
 	pauseLane, tenantBucket, saveTenantBucket                       *sql.Stmt
 	routeBucket, saveRouteBucket                                    *sql.Stmt
@@ -120,7 +121,7 @@ func (st *writeStmts) defs() []stmtDef {
 				seq = seq + ?13,
 				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END) || ?14 ELSE timeline END
 			WHERE id = ?10 AND status = CAST(?11 AS TEXT) AND (CAST(?12 AS INTEGER) = 0 OR lease = CAST(?12 AS INTEGER))
-			RETURNING seq`},
+			RETURNING seq, gated, route, lane`},
 		{&st.selectRetry, `SELECT id, due_at FROM messages INDEXED BY messages_retry
 			WHERE status = 'TO_RETRY' AND due_at <= ? ORDER BY due_at LIMIT CAST(? AS INTEGER)`},
 		{&st.purge, `DELETE FROM messages INDEXED BY messages_failed
@@ -188,6 +189,15 @@ func (st *writeStmts) defs() []stmtDef {
 					UNION ALL SELECT '', 0 LIMIT 1)
 			FROM (SELECT value ->> 0 AS route, value ->> 1 AS lane, value ->> 2 AS n FROM json_each(?1)) AS t
 			WHERE lanes.route = t.route AND lanes.lane = t.lane`},
+		// The flights that transitions started or ended, [route, lane,
+		// change in flight, ended] each in the JSON array ?1: an end (a
+		// terminal status) lets a held lane admit again.
+		{&st.laneFlights, `UPDATE lanes SET inflight = inflight + f.delta,
+				ready_at = CASE WHEN held = 1 AND f.ended THEN 0 ELSE ready_at END,
+				held = CASE WHEN f.ended THEN 0 ELSE held END
+			FROM (SELECT value ->> 0 AS route, value ->> 1 AS lane, value ->> 2 AS delta, value ->> 3 AS ended
+				FROM json_each(?1)) AS f
+			WHERE lanes.route = f.route AND lanes.lane = f.lane`},
 		{&st.laneDispatched, `UPDATE lanes SET next_at = ?3, tokens = ?4, tokens_at = ?5, ready_at = ?6
 			WHERE route = ?1 AND lane = ?2`},
 		{&st.laneProbe, `UPDATE lanes SET circuit = 'probing', paused_until = ?3, pause_reason = 'circuit_probe',
@@ -281,7 +291,7 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ? AND lane = ?`},
-		{&st.laneInFlight, `SELECT id FROM messages INDEXED BY messages_lane_inflight
+		{&st.laneInFlight, `SELECT id FROM messages INDEXED BY messages_inflight
 			WHERE gated = 1 AND ` + inFlightSQL + ` AND route = ? AND lane = ? ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},

@@ -51,14 +51,16 @@ func TestMigrateTraceParent(t *testing.T) {
 	}
 }
 
-// TestMigrateLaneTriggers opens a database written with the one lanes
-// trigger of the versions before (lanes_update, kept as it was), and one
-// with a build's lanes_flight beside the new ones, and finds them replaced:
-// a flight that ends gives its slot back once, not twice.
+// TestMigrateLaneTriggers opens databases written by versions before, with
+// the one lanes trigger of the first (lanes_update, kept as it was), or
+// the flight's trigger of the next (lanes_update, or a build's
+// lanes_flight) and their in-flight index, and finds them gone: a flight
+// that ends gives its slot back once, not twice.
 func TestMigrateLaneTriggers(t *testing.T) {
 	for name, triggers := range map[string]string{
-		"one trigger":  `DROP TRIGGER lanes_requeued; DROP TRIGGER lanes_dequeued; DROP TRIGGER lanes_update;` + oldLaneTrigger,
-		"lanes_flight": `DROP TRIGGER lanes_update;` + flightLaneTrigger,
+		"one trigger":  `DROP TRIGGER lanes_requeued; DROP TRIGGER lanes_dequeued;` + oldLaneTrigger,
+		"lanes_update": flightLaneTrigger,
+		"lanes_flight": strings.Replace(flightLaneTrigger, "lanes_update", "lanes_flight", 1),
 	} {
 		t.Run(name, func(t *testing.T) { testMigrateLaneTriggers(t, triggers) })
 	}
@@ -81,9 +83,9 @@ func testMigrateLaneTriggers(t *testing.T, triggers string) {
 	}
 	defer s.Close()
 	var old int
-	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'
-			AND (name = 'lanes_flight' OR (name = 'lanes_update' AND sql LIKE '%head_id = old.id%'))`).Scan(&old); err != nil || old != 0 {
-		t.Fatalf("an old lanes trigger is still there (%d, %v)", old, err)
+	if err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master
+			WHERE name IN ('lanes_flight', 'lanes_update', 'messages_lane_inflight')`).Scan(&old); err != nil || old != 0 {
+		t.Fatalf("an old lanes trigger or index is still there (%d, %v)", old, err)
 	}
 	if err := s.SetAdmission(ctx, map[string]herald.Admission{"g": {Concurrency: 2}}); err != nil {
 		t.Fatal(err)
@@ -137,13 +139,27 @@ BEGIN
 		AND (new.status = 'QUEUED' OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED');
 END;`
 
-// flightLaneTrigger is the flight's trigger of a build of 2026-11-25: the
-// one of schema.sql, named lanes_flight.
-var flightLaneTrigger = func() string {
-	from := strings.Index(schema, "CREATE TRIGGER IF NOT EXISTS lanes_update")
-	to := from + strings.Index(schema[from:], "END;") + len("END;")
-	return strings.Replace(schema[from:to], "lanes_update", "lanes_flight", 1)
-}()
+// flightLaneTrigger is the flight's trigger of the versions of
+// 2026-11-25, which kept the lanes' slots by trigger and their messages in
+// flight in an index (a build of that day named it lanes_flight).
+const flightLaneTrigger = `
+CREATE INDEX IF NOT EXISTS messages_lane_inflight ON messages (route, lane, id)
+	WHERE gated = 1 AND (status = 'SENT_TO_NS' OR status = 'DELIVERED_TO_NS' OR status = 'SENT_TO_DEVICE');
+CREATE TRIGGER IF NOT EXISTS lanes_update AFTER UPDATE OF status ON messages
+WHEN new.gated = 1 AND old.status != new.status AND NOT (old.status = 'QUEUED' AND new.status = 'SENT_TO_NS')
+	AND ((new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
+			!= (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE')
+		OR new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED')
+BEGIN
+	UPDATE lanes SET inflight = inflight
+			+ (new.status = 'SENT_TO_NS' OR new.status = 'DELIVERED_TO_NS' OR new.status = 'SENT_TO_DEVICE')
+			- (old.status = 'SENT_TO_NS' OR old.status = 'DELIVERED_TO_NS' OR old.status = 'SENT_TO_DEVICE'),
+		ready_at = CASE WHEN held = 1 AND (new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED')
+			THEN 0 ELSE ready_at END,
+		held = CASE WHEN new.status = 'DELIVERY_SUCCESSFUL' OR new.status = 'DELIVERY_FAILED' OR new.status = 'CANCELLED'
+			THEN 0 ELSE held END
+	WHERE route = new.route AND lane = new.lane;
+END;`
 
 // execRaw runs stmts on the closed database at path, as a version before
 // would have left it.

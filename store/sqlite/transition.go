@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -43,17 +44,25 @@ func requeued(t herald.Transition) bool {
 // ErrNotFound it has changed nothing.
 func (tx *wtx) transition(t herald.Transition) error {
 	moved := t.To != t.From
-	var seq int
+	var (
+		seq, gated  int
+		route, lane string
+	)
 	err := tx.st.transition.QueryRow(
 		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
 		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON,
-	).Scan(&seq)
+	).Scan(&seq, &gated, &route, &lane)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)
 	}
 	if err != nil {
+		return err
+	}
+	var flights laneFlights
+	flights.add(gated, route, lane, t.From, t.To)
+	if err := tx.recordFlights(flights); err != nil {
 		return err
 	}
 	if !t.PauseUntil.IsZero() {
@@ -99,24 +108,25 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 	}
 	rows, err := stmt.Query(args...)
 	type applied struct {
-		id  string
-		seq int
+		id, route, lane string
+		seq, gated      int
 	}
 	done, err := collect(rows, err, func(sc rowScanner) (applied, error) {
 		var a applied
-		err := sc.Scan(&a.id, &a.seq)
+		err := sc.Scan(&a.id, &a.seq, &a.gated, &a.route, &a.lane)
 		return a, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	seqs := make(map[string]int, len(done))
-	for _, a := range done {
-		seqs[a.id] = a.seq
+	byID := make(map[string]*applied, len(done))
+	for i := range done {
+		byID[done[i].id] = &done[i]
 	}
+	var flights laneFlights
 	outcomes = make([]error, len(ts))
 	for i, t := range ts {
-		seq, ok := seqs[t.ID]
+		a, ok := byID[t.ID]
 		if !ok {
 			if outcomes[i] = tx.missing(t.ID); !isOutcome(outcomes[i]) {
 				return nil, outcomes[i]
@@ -126,11 +136,73 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 		if t.To == t.From {
 			continue
 		}
-		if err := tx.notify(t, seq); err != nil {
+		flights.add(a.gated, a.route, a.lane, t.From, t.To)
+		if err := tx.notify(t, a.seq); err != nil {
 			return nil, err
 		}
 	}
-	return outcomes, nil
+	return outcomes, tx.recordFlights(flights)
+}
+
+// laneFlights gathers, per lane of a gated route, how many flights the
+// transitions of a statement started (positive) or ended (negative), and
+// whether one of them ended its message: the lanes' table records them
+// once per lane (recordFlights), in the same transaction.
+type laneFlights map[herald.LaneRef]*laneFlight
+
+// laneFlight is what transitions did to the slots of one lane.
+type laneFlight struct {
+	delta int  // flights started less flights ended
+	ended bool // a message became terminal: a held lane may admit again
+}
+
+// add counts the change of status from, to of a message of lane (route,
+// lane), gated as its column says. A claim (QUEUED to SENT_TO_NS) is not
+// counted: claimedFrom records it.
+func (f *laneFlights) add(gated int, route, lane string, from, to herald.Status) {
+	if gated != gatedLanes || from == to || (from == herald.StatusQueued && to == herald.StatusSentToNS) {
+		return
+	}
+	delta := boolInt(to.InFlight()) - boolInt(from.InFlight())
+	if delta == 0 && !to.Terminal() {
+		return
+	}
+	if *f == nil {
+		*f = laneFlights{}
+	}
+	key := herald.LaneRef{Route: route, Lane: lane}
+	l := (*f)[key]
+	if l == nil {
+		l = &laneFlight{}
+		(*f)[key] = l
+	}
+	l.delta += delta
+	l.ended = l.ended || to.Terminal()
+}
+
+// recordFlights records flights in the lanes' table, with one statement.
+func (tx *wtx) recordFlights(flights laneFlights) error {
+	if len(flights) == 0 {
+		return nil
+	}
+	rows := make([][4]any, 0, len(flights))
+	for key, l := range flights {
+		rows = append(rows, [4]any{key.Route, key.Lane, l.delta, l.ended})
+	}
+	rowsJSON, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	_, err = tx.st.laneFlights.Exec(string(rowsJSON))
+	return err
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // transitionsStmt returns the statement that applies n transitions,
@@ -145,8 +217,8 @@ const transitionsCols = 14
 
 // transitionsSQL applies n transitions of distinct messages, each given by
 // transitionsCols parameters in the order of the columns of v: the
-// statement transition, row by row, joined on the id. It returns the id
-// and new seq of each message it changed.
+// statement transition, row by row, joined on the id. It returns the id,
+// new seq, gated, route and lane of each message it changed.
 func transitionsSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`WITH v(v_id, v_from, v_lease, v_to, v_at, v_due, v_deadline, v_expires,
@@ -170,7 +242,7 @@ func transitionsSQL(n int) string {
 			timeline = CASE WHEN v_moved THEN timeline || (CASE WHEN v_reset THEN 0 ELSE attempt END) || v_tail ELSE timeline END
 		FROM v
 		WHERE messages.id = v_id AND messages.status = v_from AND (v_lease = 0 OR messages.lease = v_lease)
-		RETURNING id, seq`)
+		RETURNING id, seq, gated, route, lane`)
 	return b.String()
 }
 

@@ -123,7 +123,7 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 // migrate brings a database written by an earlier version to the schema's
 // shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated,
 // dedup_key, backoff and ordered columns of messages, the data column of
-// events, the owner column of lanes, the lanes' triggers, the target index
+// events, the owner column of lanes, the lanes' triggers and in-flight index, the target index
 // that now holds the ordered routes' messages only, and the ready index
 // that now holds ungated messages only.
 func migrate(ctx context.Context, conn *sql.Conn) error {
@@ -142,21 +142,14 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 	if err != nil || tables == 0 {
 		return err
 	}
-	// The versions before kept a lane's first message and slots in one
-	// trigger, lanes_update, which three do now (schema.sql): the old one
-	// goes, and schema.sql makes the new ones.
-	var oldTrigger int
-	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master
-			WHERE type = 'trigger' AND name = 'lanes_update' AND sql LIKE '%head_id = old.id%'`).Scan(&oldTrigger); err != nil {
-		return err
-	}
-	if oldTrigger > 0 {
-		if _, err := conn.ExecContext(ctx, `DROP TRIGGER lanes_update`); err != nil {
-			return err
-		}
-	}
-	// A build of 2026-11-25 named the flight's trigger lanes_flight.
-	if _, err := conn.ExecContext(ctx, `DROP TRIGGER IF EXISTS lanes_flight`); err != nil {
+	// The versions before kept a lane's slots in a trigger, lanes_update
+	// (before that, with its first message too), and its messages in flight
+	// in an index: the statements that change a status keep the slots now
+	// (laneFlights), and the in-flight index serves the lanes' reads.
+	// (A build of 2026-11-25 named the trigger lanes_flight.)
+	if _, err := conn.ExecContext(ctx, `DROP TRIGGER IF EXISTS lanes_update;
+			DROP TRIGGER IF EXISTS lanes_flight;
+			DROP INDEX IF EXISTS messages_lane_inflight;`); err != nil {
 		return err
 	}
 	// messages_target held every gated message; it holds those of ordered
