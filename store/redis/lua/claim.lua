@@ -226,12 +226,19 @@ local function admit(l, head, room)
 			-- Of the priority of the first (so that a lane with messages
 			-- of a lower priority next takes them after the other lanes'
 			-- of a higher one).
+			-- take for each, with no limit but the concurrency: the moves
+			-- from lq to lin, one command per key for them all.
+			local moved, lin = {}, {}
 			for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lq:' .. rl, '-inf', -num(m.prio), 'LIMIT', 0, more)) do
 				local next = load(id)
 				if admissible(id, next) then
-					take(l, next, nil)
+					moved[#moved + 1], lin[#lin + 1], lin[#lin + 2] = id, 0, id
 					took[#took + 1] = next
 				end
+			end
+			if #moved > 0 then
+				redis.call('ZREM', P .. 'lq:' .. rl, unpack(moved))
+				redis.call('ZADD', P .. 'lin:' .. rl, unpack(lin))
 			end
 		end
 	end
