@@ -455,11 +455,11 @@ func (tx *wtx) reportCircuit(r herald.CircuitReport) (herald.CircuitChange, erro
 	case circuit == "" && failures >= rule.Failures:
 		cool = rule.CoolDown.Milliseconds()
 	default: // counting, or open already: messages sent before it opened answer late
-		_, err := tx.st.circuitCount.Exec(r.Route, r.Lane, failures)
+		_, err := tx.st.circuitCount.Exec(r.Route, r.Lane, failures, unixms.From(r.At))
 		return herald.CircuitChange{Failures: failures}, err
 	}
 	until := unixms.From(r.At) + cool
-	_, err = tx.st.circuitOpen.Exec(r.Route, r.Lane, failures, cool, until)
+	_, err = tx.st.circuitOpen.Exec(r.Route, r.Lane, failures, cool, until, unixms.From(r.At))
 	return herald.CircuitChange{Opened: true, Until: unixms.Time(until), Failures: failures}, err
 }
 

@@ -178,6 +178,7 @@ CREATE TABLE IF NOT EXISTS lanes (
 	failures     INTEGER NOT NULL DEFAULT 0,  -- circuit: transient failures in a row
 	circuit      TEXT NOT NULL DEFAULT '',    -- '' closed, 'open', 'probing' (a probe is out)
 	cool         INTEGER NOT NULL DEFAULT 0,  -- the circuit's current cool-down, ms
+	circuit_at   INTEGER NOT NULL DEFAULT 0,  -- the circuit's last failure counted
 	owner        TEXT NOT NULL DEFAULT '',    -- ClaimAhead: the node whose claim took the messages in flight
 	PRIMARY KEY (route, lane)
 ) WITHOUT ROWID;

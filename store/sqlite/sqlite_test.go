@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -286,5 +287,56 @@ func TestPruneForgetsIdleLanes(t *testing.T) {
 	msgs, err = s.Claim(ctx, herald.Claim{Now: t0.Add(3 * time.Hour), Limit: 10, GatedLimit: 10, DefaultAccept: time.Second})
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("claim on the forgotten lane = %d, %v; want its new message", len(msgs), err)
+	}
+}
+
+// TestPruneKeepsCircuitForRetention: an idle lane whose circuit counts
+// failures keeps its row while its last failure is after the prune's cut,
+// and loses it once the failure is before the cut.
+func TestPruneKeepsCircuitForRetention(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	if err := s.SetAdmission(ctx, map[string]herald.Admission{"g": {Circuit: herald.Circuit{Failures: 3, CoolDown: time.Minute}}}); err != nil {
+		t.Fatal(err)
+	}
+	m := &herald.Message{ID: "m1", Tenant: "acme", Route: "g", Lane: "flaky", Text: "x", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+	if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 1, GatedLimit: 1, DefaultAccept: time.Second}); err != nil || len(got) != 1 {
+		t.Fatalf("claim = %d, %v; want the message", len(got), err)
+	}
+	if err := s.Transition(ctx, herald.Transition{ID: "m1", From: herald.StatusSentToNS, To: herald.StatusDeliveryFailed, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	failedAt := t0.Add(10 * time.Minute)
+	if ch, err := s.ReportCircuit(ctx, herald.CircuitReport{Route: "g", Lane: "flaky", Failed: true, At: failedAt}); err != nil || ch.Failures != 1 {
+		t.Fatalf("ReportCircuit = %+v, %v; want 1 failure counted", ch, err)
+	}
+	failures := func() int {
+		t.Helper()
+		var n int
+		err := s.read.QueryRowContext(ctx, `SELECT failures FROM lanes WHERE route = 'g' AND lane = 'flaky'`).Scan(&n)
+		if errors.Is(err, sql.ErrNoRows) {
+			return -1
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := s.Prune(ctx, failedAt.Add(-time.Minute), 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := failures(); got != 1 {
+		t.Fatalf("failures after a prune with its cut before the failure = %d, want 1 (the row kept)", got)
+	}
+	if _, err := s.Prune(ctx, failedAt.Add(time.Minute), 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := failures(); got != -1 {
+		t.Fatalf("failures after a prune with its cut after the failure = %d, want the row gone", got)
 	}
 }

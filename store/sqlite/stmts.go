@@ -131,10 +131,11 @@ func (st *writeStmts) defs() []stmtDef {
 				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))`},
 		{&st.pruneEvents, `DELETE FROM room_events WHERE id IN (
 				SELECT id FROM room_events INDEXED BY room_events_created WHERE created_at < ? LIMIT CAST(? AS INTEGER))`},
-		// A lane with no message, no circuit state and nothing of its
-		// times after ?1: a row made again by the triggers holds the same.
+		// A lane with no message and nothing of its times after ?1: a row
+		// made again by the triggers holds the same, but for its circuit's
+		// state, which goes once its last failure is before ?1 too.
 		{&st.pruneLanes, `DELETE FROM lanes WHERE (route, lane) IN (
-				SELECT route, lane FROM lanes WHERE head_id = '' AND inflight = 0 AND circuit = '' AND failures = 0
+				SELECT route, lane FROM lanes WHERE head_id = '' AND inflight = 0 AND circuit_at < ?1
 					AND next_at < ?1 AND tokens_at < ?1 AND paused_until < ?1 AND ready_at < ?1
 				LIMIT CAST(?2 AS INTEGER))`},
 		// A tenant's bucket last drawn from before ?1 is full again (no
@@ -203,7 +204,9 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.laneProbe, `UPDATE lanes SET circuit = 'probing', paused_until = ?3, pause_reason = 'circuit_probe',
 			ready_at = MAX(ready_at, ?3) WHERE route = ?1 AND lane = ?2`},
 		{&st.laneCircuit, `SELECT failures, circuit, cool FROM lanes WHERE route = ? AND lane = ?`},
-		{&st.circuitOpen, `UPDATE lanes SET failures = ?3, circuit = 'open', cool = ?4, paused_until = MAX(paused_until, ?5),
+		// A failure counted (?6 its time) keeps the lane's row from the
+		// pruner for the retention (pruneLanes).
+		{&st.circuitOpen, `UPDATE lanes SET failures = ?3, circuit = 'open', cool = ?4, circuit_at = ?6, paused_until = MAX(paused_until, ?5),
 			pause_reason = CASE WHEN ?5 >= paused_until THEN 'circuit_open' ELSE pause_reason END,
 			ready_at = MAX(ready_at, ?5) WHERE route = ?1 AND lane = ?2`},
 		// A circuit's pause ends with it; a lane parked by a pause that
@@ -213,7 +216,7 @@ func (st *writeStmts) defs() []stmtDef {
 			paused_until = CASE WHEN pause_reason LIKE 'circuit%' THEN 0 ELSE paused_until END,
 			pause_reason = CASE WHEN pause_reason LIKE 'circuit%' THEN '' ELSE pause_reason END
 			WHERE route = ?1 AND lane = ?2`},
-		{&st.circuitCount, `UPDATE lanes SET failures = ?3 WHERE route = ?1 AND lane = ?2`},
+		{&st.circuitCount, `UPDATE lanes SET failures = ?3, circuit_at = ?4 WHERE route = ?1 AND lane = ?2`},
 		// A pause never shortens the one in force; the longer one's reason stays.
 		{&st.pauseLane, `UPDATE lanes SET paused_until = MAX(paused_until, ?2),
 				pause_reason = CASE WHEN ?2 >= paused_until THEN ?3 ELSE pause_reason END,

@@ -123,11 +123,11 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 // migrate brings a database written by an earlier version to the schema's
 // shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated,
 // dedup_key, backoff and ordered columns of messages, the data column of
-// events, the owner column of lanes, the lanes' triggers and in-flight index, the target index
-// that now holds the ordered routes' messages only, and the ready index
-// that now holds ungated messages only.
+// events, the owner and circuit_at columns of lanes, the lanes' triggers
+// and in-flight index, the target index that now holds the ordered routes'
+// messages only, and the ready index that now holds ungated messages only.
 func migrate(ctx context.Context, conn *sql.Conn) error {
-	var tables, gated, dedup, backoff, data, laneCols, owner, ordered, oldTarget int
+	var tables, gated, dedup, backoff, data, laneCols, owner, circuitAt, ordered, oldTarget int
 	err := conn.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'gated'),
@@ -136,9 +136,10 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 			(SELECT COUNT(*) FROM pragma_table_info('events') WHERE name = 'data'),
 			(SELECT COUNT(*) FROM pragma_table_info('lanes')),
 			(SELECT COUNT(*) FROM pragma_table_info('lanes') WHERE name = 'owner'),
+			(SELECT COUNT(*) FROM pragma_table_info('lanes') WHERE name = 'circuit_at'),
 			(SELECT COUNT(*) FROM pragma_table_info('messages') WHERE name = 'ordered'),
 			(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'messages_target' AND sql NOT LIKE '%ordered = 1%')`).Scan(
-		&tables, &gated, &dedup, &backoff, &data, &laneCols, &owner, &ordered, &oldTarget)
+		&tables, &gated, &dedup, &backoff, &data, &laneCols, &owner, &circuitAt, &ordered, &oldTarget)
 	if err != nil || tables == 0 {
 		return err
 	}
@@ -166,6 +167,13 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 	}
 	if laneCols > 0 && owner == 0 {
 		if _, err := conn.ExecContext(ctx, `ALTER TABLE lanes ADD COLUMN owner TEXT NOT NULL DEFAULT ''`); err != nil {
+			return err
+		}
+	}
+	// The rows of a version before hold no time of their circuit's last
+	// failure: an idle lane's circuit state goes with the next prune.
+	if laneCols > 0 && circuitAt == 0 {
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE lanes ADD COLUMN circuit_at INTEGER NOT NULL DEFAULT 0`); err != nil {
 			return err
 		}
 	}
