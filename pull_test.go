@@ -156,3 +156,51 @@ func TestExpiredTaskSaysItTimedOut(t *testing.T) {
 		t.Errorf("last timeline entry %+v, want DELIVERED_TO_NS -> failed, expired", last)
 	}
 }
+
+// slowTaskCarrier is a taskCarrier whose polls of target "slow" wait
+// until release is closed.
+type slowTaskCarrier struct {
+	taskCarrier
+	release chan struct{}
+	slow    atomic.Int64 // polls of "slow" started
+}
+
+func (c *slowTaskCarrier) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, error) {
+	if m.Target == "slow" {
+		c.slow.Add(1)
+		select {
+		case <-c.release:
+		case <-ctx.Done():
+			return herald.PollPending, ctx.Err()
+		}
+	}
+	return c.taskCarrier.Poll(ctx, m)
+}
+
+// TestSlowPollHoldsBackNoOtherTask: while the vendor takes its time to
+// answer one task's poll, the reaper polls the other tasks due, and they
+// complete, rather than waiting behind it.
+func TestSlowPollHoldsBackNoOtherTask(t *testing.T) {
+	c := &slowTaskCarrier{release: make(chan struct{})}
+	c.answer(herald.PollSucceeded, nil)
+	p, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.Random = func() float64 { return 0 } },
+		[]herald.Route{{Name: "meters", Carrier: c, Policy: p}})
+	defer close(c.release)
+	r.start()
+	slow := r.send(herald.SendRequest{Route: "meters", Target: "slow", Text: "reading"})
+	r.advance(time.Millisecond) // the slow task's poll is due first
+	var others []*herald.Message
+	for i := range 4 { // with the slow one, the lane's 5 (taskpoll's concurrency)
+		others = append(others, r.send(herald.SendRequest{Route: "meters", Target: "m" + string(rune('0'+i)), Text: "reading"}))
+	}
+	r.settle()
+	r.clock.Advance(20 * time.Second)
+	eventually(t, func() bool { return c.slow.Load() > 0 }, patience)
+	for _, m := range others {
+		eventually(t, func() bool { return r.get(m.ID).Status == herald.StatusDeliverySuccessful }, patience)
+	}
+	if got := r.get(slow.ID); got.Status != herald.StatusDeliveredToNS {
+		t.Errorf("the slow task, its poll unanswered: %s, want DELIVERED_TO_NS", got.Status)
+	}
+}

@@ -4,11 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
 // reapBatch bounds the overdue messages handled in one store scan.
 const reapBatch = 500
+
+// reapWorkers bounds the overdue messages handled at once. A poll or a
+// queue check is a carrier call, and every message's end is a store write:
+// one at a time, a fleet's tasks due a poll would hold each other, and
+// every deadline behind them, back by a carrier's answer each, and their
+// writes would not share a commit.
+const reapWorkers = 16
 
 // reapLoop runs the reaper every ReapInterval on the engine's clock.
 func (e *Engine) reapLoop(ctx context.Context) {
@@ -38,19 +46,33 @@ func (e *Engine) reap(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fresh := 0
+		var fresh []*Message
 		for _, m := range msgs {
-			if seen[m.ID] {
-				continue
+			if !seen[m.ID] {
+				seen[m.ID] = true
+				fresh = append(fresh, m)
 			}
-			seen[m.ID] = true
-			fresh++
-			e.reapOne(ctx, m)
 		}
-		if fresh == 0 || len(msgs) < reapBatch || ctx.Err() != nil {
+		e.reapAll(ctx, fresh)
+		if len(fresh) == 0 || len(msgs) < reapBatch || ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
+}
+
+// reapAll handles msgs, up to reapWorkers at once, and returns once all
+// are handled.
+func (e *Engine) reapAll(ctx context.Context, msgs []*Message) {
+	var wg sync.WaitGroup
+	workers := make(chan struct{}, reapWorkers)
+	for _, m := range msgs {
+		workers <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-workers }()
+			e.reapOne(ctx, m)
+		})
+	}
+	wg.Wait()
 }
 
 func (e *Engine) reapOne(ctx context.Context, m *Message) {
