@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -131,7 +132,7 @@ func (e *Engine) claimAhead(ctx context.Context, limit, gated int, kept keptBoun
 		return claimed{err: err}
 	}
 	e.prefetch(msgs)
-	if len(msgs) < limit {
+	if len(msgs) < limit && !slices.ContainsFunc(msgs, e.keptLane) {
 		e.pace.ranOut()
 	}
 	return claimed{n: len(msgs)}
