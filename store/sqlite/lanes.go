@@ -85,20 +85,23 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 					WHERE ` + inFlightSQL + ` AND route IN (SELECT value FROM json_each(?1)))
 			AND gated = 0`, []any{string(routesJSON)}},
 		{`DELETE FROM lanes WHERE route NOT IN (SELECT value FROM json_each(?1))`, []any{string(routesJSON)}},
-		// Then ordered marks the active messages of the ordered routes, and
-		// no other: messages_target indexes them by target (an index of
+		// Then ordered marks the active messages of the ordered routes' lanes,
+		// and no other: messages_target indexes them by target (an index of
 		// every gated message would cost every claim and end of a flight
-		// two writes more).
-		{`UPDATE messages SET ordered = 1 - ordered WHERE id IN (
+		// two writes more). The first statement walks the messages marked,
+		// the second the active messages of the ordered routes only.
+		{`UPDATE messages SET ordered = 0 WHERE id IN (
+				SELECT id FROM messages INDEXED BY messages_target
+					WHERE ordered = 1 AND ` + activeSQL + `
+						AND (gated != 1 OR route NOT IN (SELECT value FROM json_each(?1))))`, []any{string(orderedJSON)}},
+		{`UPDATE messages SET ordered = 1 WHERE id IN (
 				SELECT id FROM messages INDEXED BY messages_lane
-					WHERE status = 'QUEUED' AND gated = 1
+					WHERE status = 'QUEUED' AND gated = 1 AND route IN (SELECT value FROM json_each(?1))
 				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
-					WHERE status = 'TO_RETRY'
+					WHERE status = 'TO_RETRY' AND route IN (SELECT value FROM json_each(?1))
 				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight
-					WHERE gated = 1 AND ` + inFlightSQL + `
-				UNION ALL SELECT id FROM messages INDEXED BY messages_target
-					WHERE ordered = 1 AND ` + activeSQL + `)
-			AND ordered != (gated = 1 AND route IN (SELECT value FROM json_each(?1)))`, []any{string(orderedJSON)}},
+					WHERE ` + inFlightSQL + ` AND route IN (SELECT value FROM json_each(?1)))
+			AND gated = 1 AND ordered = 0`, []any{string(orderedJSON)}},
 	}
 	for _, r := range routes {
 		capacity := laneCap(rules[r])
@@ -118,12 +121,19 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 			FROM messages m INDEXED BY messages_inflight WHERE gated = 1 AND ` + inFlightSQL + `
 			GROUP BY route, lane
 			ON CONFLICT (route, lane) DO UPDATE SET inflight = excluded.inflight`, nil},
+		// Each lane's first message: the first entry of messages_lane past
+		// the lane before, one seek a lane (not a walk of every message).
 		{`INSERT INTO lanes (route, lane, head_prio, head_id, cap)
-			SELECT route, lane, priority, id, (SELECT cap FROM lane_caps c WHERE c.route = h.route) FROM (
-				SELECT route, lane, priority, id,
-					ROW_NUMBER() OVER (PARTITION BY route, lane ORDER BY priority DESC, id) AS n
-				FROM messages INDEXED BY messages_lane WHERE status = 'QUEUED' AND gated = 1) h
-			WHERE n = 1
+			WITH RECURSIVE h(v) AS (
+				SELECT (SELECT json_array(route, lane, priority, id) FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 ORDER BY route, lane, priority DESC, id LIMIT 1)
+				UNION ALL
+				SELECT (SELECT json_array(route, lane, priority, id) FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 AND (route, lane) > (h.v ->> 0, h.v ->> 1)
+					ORDER BY route, lane, priority DESC, id LIMIT 1)
+				FROM h WHERE h.v IS NOT NULL)
+			SELECT v ->> 0, v ->> 1, v ->> 2, v ->> 3, (SELECT cap FROM lane_caps c WHERE c.route = v ->> 0)
+			FROM h WHERE v IS NOT NULL
 			ON CONFLICT (route, lane) DO UPDATE SET head_prio = excluded.head_prio, head_id = excluded.head_id`, nil},
 	}...)
 	for _, st := range stmts {

@@ -352,6 +352,30 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	// Rules for a route with messages stored in several lanes find each
+	// lane's first message: its highest priority, then its oldest.
+	t.Run("AppliesToStoredLanes", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{})
+		create := func(lane string, prio int) *herald.Message {
+			m := newMessage("g")
+			m.Lane, m.Priority = lane, prio
+			return h.create(m)
+		}
+		create("A", 0)
+		aHigh := create("A", 5)
+		bOld, _ := create("B", 1), create("B", 1)
+		c := create("C", 3)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		var got []string
+		for range 3 { // one at a time: the lanes in their order
+			got = append(got, ids(h.claimGated(t0, 1))...)
+		}
+		if want := ids([]*herald.Message{aHigh, c, bOld}); !slices.Equal(got, want) {
+			t.Errorf("claims = %v, want each lane's first by priority then age, the lanes by it: %v", got, want)
+		}
+	})
+
 	t.Run("Ordered", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"o": {Ordered: true}})
@@ -386,6 +410,27 @@ func testLanes(t *testing.T, open opener) {
 		}
 		if first, err := h.s.FirstActive(h.ctx, "o", "dev-1"); err != nil || first != dev1[1].ID {
 			t.Errorf("FirstActive = %q, %v; want %s", first, err, dev1[1].ID)
+		}
+	})
+
+	// A route made ordered holds back the messages stored before, and one
+	// no longer ordered lets them all go.
+	t.Run("OrderedChanges", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"o": {Concurrency: 10}})
+		var dev []*herald.Message
+		for range 3 {
+			m := newMessage("o")
+			m.Target = "dev-1"
+			dev = append(dev, h.create(m))
+		}
+		h.admit(map[string]herald.Admission{"o": {Concurrency: 10, Ordered: true}})
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(dev[:1])) {
+			t.Fatalf("claim once ordered = %v, want the first alone %v", ids(got), ids(dev[:1]))
+		}
+		h.admit(map[string]herald.Admission{"o": {Concurrency: 10}})
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(dev[1:])) {
+			t.Fatalf("claim once no longer ordered = %v, want the others %v", ids(got), ids(dev[1:]))
 		}
 	})
 
