@@ -75,7 +75,7 @@ type SendResult struct {
 // the reason is permanent (Permanent(err), or a route's permanent pattern).
 // Any other error is a poll that failed, whatever its class: the task is
 // polled again at the next poll, and the error becomes the message's last
-// error.
+// error. The reaper polls several tasks at once, as sends run at once.
 type Poller interface {
 	Poll(ctx context.Context, m *Message) (PollResult, error)
 }
@@ -92,7 +92,8 @@ const (
 
 // QueueChecker is implemented by push carriers that can tell whether a
 // message they accepted is still waiting in their own queue; the reaper then
-// extends its DELIVERED_TO_NS deadline instead of retrying it.
+// extends its DELIVERED_TO_NS deadline instead of retrying it. The reaper
+// checks several messages at once.
 type QueueChecker interface {
 	StillQueued(ctx context.Context, m *Message) (bool, error)
 }

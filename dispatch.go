@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"time"
 )
 
@@ -132,10 +131,51 @@ func (e *Engine) claimAhead(ctx context.Context, limit, gated int, kept keptBoun
 		return claimed{err: err}
 	}
 	e.prefetch(msgs)
-	if len(msgs) < limit && !slices.ContainsFunc(msgs, e.keptLane) {
+	if len(msgs) < limit && !e.keptAtBound(msgs, kept) {
 		e.pace.ranOut()
 	}
 	return claimed{n: len(msgs)}
+}
+
+// keptAtBound reports whether msgs, a claim's messages now in the
+// prefetched buffer, may hold the last a lane this node keeps could take:
+// the lane's messages claimed and not recorded (prefetched, in a call, or
+// answered) reach a quarter of its bound, Admission.ClaimAhead or the
+// claim's kept share when it set one (on a busy lane, the calls that
+// ended while the claim ran make up the rest), and fill the node's send
+// slots. Such a claim may have been cut short by the bound rather than by
+// the end of the due messages; a trickle of messages on a lane is not.
+// The caller holds dispatchMu.
+func (e *Engine) keptAtBound(msgs []*Message, kept keptBound) bool {
+	var lanes map[LaneRef]bool
+	for _, m := range msgs {
+		if e.keptLane(m) {
+			if lanes == nil {
+				lanes = make(map[LaneRef]bool)
+			}
+			lanes[LaneRef{m.Route, m.Lane}] = true
+		}
+	}
+	if lanes == nil {
+		return false
+	}
+	held := make(map[LaneRef]int, len(lanes))
+	for _, m := range e.prefetched {
+		if key := (LaneRef{m.Route, m.Lane}); lanes[key] {
+			held[key]++
+		}
+	}
+	for key := range lanes {
+		a := e.admission[key.Route]
+		bound := a.ClaimAhead
+		if kept.ahead > 0 {
+			bound = min(bound, max(a.Concurrency, kept.ahead+kept.sent[key]))
+		}
+		if n := held[key] + e.laneCalls[key] + e.laneAnswered[key]; 4*n >= bound && n >= cap(e.slots) {
+			return true
+		}
+	}
+	return false
 }
 
 // claimWant returns how many messages the next claim should take, 0 for

@@ -49,7 +49,9 @@ type Config struct {
 	DrainBudget time.Duration
 	// Health holds the thresholds of Health. Defaults to DefaultHealthThresholds.
 	Health *HealthThresholds
-	// Random returns a number in [0, 1) for retry jitter. Defaults to math/rand/v2.
+	// Random returns a number in [0, 1) for retry jitter; sends and the
+	// reaper call it from several goroutines at once. Defaults to
+	// math/rand/v2.
 	Random func() float64
 	// Tracer traces sends and carrier calls (package otelx: OpenTelemetry).
 	// Nil, the default, traces nothing and costs nothing.

@@ -6,9 +6,9 @@ package herald
 // slots ran out of claimed messages during a claim, and shrinks back when
 // they did not; once a claim finds fewer due messages than it asked for,
 // empty slots say nothing of the claims' pace, and it starts over from the
-// least (but for a claim that brought messages of a lane the node keeps:
-// the lane's bound, Claim.KeptAhead, may have cut it short). It is guarded
-// by the Engine's dispatchMu.
+// least (but for a claim that leaves a lane the node keeps near its
+// bound, which may have cut the claim short: see Engine.keptAtBound). It
+// is guarded by the Engine's dispatchMu.
 type pace struct {
 	ahead   int  // messages to hold claimed beyond the free slots
 	starved bool // a free slot found no claimed message since the last claim

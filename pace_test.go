@@ -65,20 +65,32 @@ func (directStub) Path() Path                                         { return P
 func (directStub) Validate(*Message) error                            { return nil }
 func (directStub) Send(context.Context, *Message) (SendResult, error) { return SendResult{}, nil }
 
-// TestShortClaimOfKeptLanesKeepsPace: a claim that brings fewer messages
-// than it asked for, some of a lane the node keeps (ClaimAhead), may have
-// met the lane's bound (Claim.KeptAhead) rather than the end of the due
-// messages: the pace stays. One with no kept lane's message starts it over.
-func TestShortClaimOfKeptLanesKeepsPace(t *testing.T) {
+// TestShortClaimAtAKeptBoundKeepsPace: a claim that brings fewer messages
+// than it asked for, but leaves a lane the node keeps (ClaimAhead) holding
+// a quarter of the claim's kept share (8) or more, and as many as the
+// node's send slots (1), may have been cut short by that bound rather than
+// by the end of the due messages: the pace stays. A short claim of a kept
+// lane well below its bound (a trickle), or of no kept lane, starts it
+// over.
+func TestShortClaimAtAKeptBoundKeepsPace(t *testing.T) {
 	for _, tc := range []struct {
+		name  string
 		route string
+		n     int // messages the claim brings, of lane L
 		want  int
-	}{{"kept", 100}, {"free", 0}} {
+	}{
+		{"kept lane at its share", "kept", 2, 100},
+		{"kept lane below its share", "kept", 1, 0},
+		{"ungated", "free", 2, 0},
+	} {
 		p, _ := ProfilePolicy(ProfileChannel)
 		kept := p
-		kept.Admission = Admission{Concurrency: 2}
-		stub := &claimStub{msgs: []*Message{{ID: "m1", Route: tc.route, Lane: "L", Status: StatusSentToNS}}}
-		e, err := New(Config{Store: stub, Routes: []Route{
+		kept.Admission = Admission{Concurrency: 1}
+		stub := &claimStub{}
+		for i := range tc.n {
+			stub.msgs = append(stub.msgs, &Message{ID: string(rune('a' + i)), Route: tc.route, Lane: "L", Status: StatusSentToNS})
+		}
+		e, err := New(Config{Store: stub, Concurrency: 1, Routes: []Route{
 			{Name: "kept", Carrier: directStub{}, Policy: kept},
 			{Name: "free", Carrier: directStub{}, Policy: p},
 		}})
@@ -86,11 +98,11 @@ func TestShortClaimOfKeptLanesKeepsPace(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.pace.ahead = 100
-		if c := e.claimAhead(context.Background(), 50, 50, keptBound{}); c.err != nil || c.n != 1 {
-			t.Fatalf("claim: %+v", c)
+		if c := e.claimAhead(context.Background(), 50, 50, keptBound{ahead: 8}); c.err != nil || c.n != tc.n {
+			t.Fatalf("%s: claim: %+v", tc.name, c)
 		}
 		if e.pace.ahead != tc.want {
-			t.Errorf("a short claim of a %s lane's message: pace %d, want %d", tc.route, e.pace.ahead, tc.want)
+			t.Errorf("%s: pace after a short claim %d, want %d", tc.name, e.pace.ahead, tc.want)
 		}
 	}
 }

@@ -15,7 +15,8 @@ const reapBatch = 500
 // queue check is a carrier call, and every message's end is a store write:
 // one at a time, a fleet's tasks due a poll would hold each other, and
 // every deadline behind them, back by a carrier's answer each, and their
-// writes would not share a commit.
+// writes would not share a commit. A scan still waits for its slowest
+// call (at most the route's accept timeout) before the next.
 const reapWorkers = 16
 
 // reapLoop runs the reaper every ReapInterval on the engine's clock.
@@ -60,12 +61,15 @@ func (e *Engine) reap(ctx context.Context) error {
 	}
 }
 
-// reapAll handles msgs, up to reapWorkers at once, and returns once all
-// are handled.
+// reapAll handles msgs, up to reapWorkers at once, and returns once those
+// it started are handled: all of them, unless ctx ends first.
 func (e *Engine) reapAll(ctx context.Context, msgs []*Message) {
 	var wg sync.WaitGroup
 	workers := make(chan struct{}, reapWorkers)
 	for _, m := range msgs {
+		if ctx.Err() != nil {
+			break
+		}
 		workers <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-workers }()

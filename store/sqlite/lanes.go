@@ -271,8 +271,8 @@ type laneTaken struct {
 // claimedFrom records in each lane what a claim by node took from it (each
 // lane once: pickGated visits a lane once a claim): its slots, its new
 // first message and its owner (Admission.ClaimAhead), in one statement.
-// (The lanes_dequeued and lanes_update triggers leave claims to this,
-// which does once per lane what they would do once per message.)
+// (The lanes_dequeued trigger and laneFlights leave claims to this, which
+// does once per lane what a trigger would do once per message.)
 func (tx *wtx) claimedFrom(lanes []laneTaken, node string) error {
 	taken := make([][3]any, len(lanes))
 	for i, l := range lanes {
@@ -529,15 +529,9 @@ func (tx *wtx) bucket(buckets map[bucketKey]*claimBucket, rate herald.Rate, key 
 // Lane returns the state of route's lane, tenant's bucket on route and
 // route's own bucket.
 func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
-	st := herald.LaneState{Route: route, Lane: lane}
-	var nextAt, tokensAt, paused int64
-	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason, &st.Circuit, &st.Failures)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return st, wrap("lane", err)
-	}
-	st.NextAt, st.TokensAt, st.PausedUntil = unixms.Time(nextAt), unixms.Time(tokensAt), unixms.Time(paused)
-	if err := s.rs.laneQueued.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
-		return st, wrap("lane", err)
+	st, inflight, err := s.laneState(ctx, route, lane, tenant)
+	if err != nil || inflight == 0 {
+		return st, err
 	}
 	rows, err := s.rs.laneInFlight.QueryContext(ctx, route, lane)
 	if st.InFlight, err = collect(rows, err, func(sc rowScanner) (string, error) {
@@ -546,19 +540,36 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 	}); err != nil {
 		return st, wrap("lane", err)
 	}
+	return st, nil
+}
+
+// laneState is Lane but for the ids of the lane's messages in flight, of
+// which it returns the count its row holds.
+func (s *Store) laneState(ctx context.Context, route, lane, tenant string) (herald.LaneState, int, error) {
+	st := herald.LaneState{Route: route, Lane: lane}
+	var nextAt, tokensAt, paused int64
+	var inflight int
+	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason, &st.Circuit, &st.Failures, &inflight)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return st, 0, wrap("lane", err)
+	}
+	st.NextAt, st.TokensAt, st.PausedUntil = unixms.Time(nextAt), unixms.Time(tokensAt), unixms.Time(paused)
+	if err := s.rs.laneQueued.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
+		return st, 0, wrap("lane", err)
+	}
 	tokensAt = 0 // a bucket never drawn from has no row: full
 	err = s.rs.tenantBucket.QueryRowContext(ctx, route, tenant).Scan(&st.TenantTokens, &tokensAt)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return st, wrap("lane", err)
+		return st, 0, wrap("lane", err)
 	}
 	st.TenantTokensAt = unixms.Time(tokensAt)
 	tokensAt = 0
 	err = s.rs.routeBucket.QueryRowContext(ctx, route).Scan(&st.RouteTokens, &tokensAt)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return st, wrap("lane", err)
+		return st, 0, wrap("lane", err)
 	}
 	st.RouteTokensAt = unixms.Time(tokensAt)
-	return st, nil
+	return st, inflight, nil
 }
 
 // FirstActive returns the oldest message of route and target that is not
@@ -589,12 +600,38 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 		return nil, wrap("lanes", err)
 	}
 	out := make([]herald.LaneState, 0, len(found))
+	flying := map[herald.LaneRef]int{} // out's index of each lane with messages in flight
 	for _, b := range found {
-		l, err := s.Lane(ctx, b.route, b.lane, "")
+		l, inflight, err := s.laneState(ctx, b.route, b.lane, "")
 		if err != nil {
 			return nil, err
 		}
+		if inflight > 0 {
+			flying[herald.LaneRef{Route: b.route, Lane: b.lane}] = len(out)
+		}
 		out = append(out, l)
+	}
+	if len(flying) == 0 {
+		return out, nil
+	}
+	// The ids in flight of all those lanes, from one walk of the messages
+	// in flight rather than one a lane.
+	type flight struct {
+		lane herald.LaneRef
+		id   string
+	}
+	rows, err = s.rs.lanesInFlight.QueryContext(ctx, route)
+	flights, err := collect(rows, err, func(sc rowScanner) (flight, error) {
+		var f flight
+		return f, sc.Scan(&f.lane.Route, &f.lane.Lane, &f.id)
+	})
+	if err != nil {
+		return nil, wrap("lanes", err)
+	}
+	for _, f := range flights {
+		if i, ok := flying[f.lane]; ok {
+			out[i].InFlight = append(out[i].InFlight, f.id)
+		}
 	}
 	return out, nil
 }

@@ -228,8 +228,9 @@ END;
 -- SENT_TO_NS, which only claims make) records what it took in each lane
 -- itself, once per lane (claimedFrom in lanes.go), and the statements of
 -- transitions record the flights that they start or end, once per lane too
--- (laneFlights in transition.go): only Claim and Transition change a
--- message's status. (The versions before kept the flights in a third
+-- (laneFlights in transition.go): only Claim and Transition change the
+-- status of a gated message (Pull changes that of pull messages, which
+-- have no lane). (The versions before kept the flights in a third
 -- trigger, lanes_update: migrate drops it.)
 CREATE TRIGGER IF NOT EXISTS lanes_requeued AFTER UPDATE OF status ON messages
 WHEN new.gated = 1 AND new.status = 'QUEUED' AND old.status != 'QUEUED'

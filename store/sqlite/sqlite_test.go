@@ -340,3 +340,63 @@ func TestPruneKeepsCircuitForRetention(t *testing.T) {
 		t.Fatalf("failures after a prune with its cut after the failure = %d, want the row gone", got)
 	}
 }
+
+// TestGroupedTransitionsKeepLaneSlots: one statement of transitions that
+// ends some flights of two lanes, moves one between stages in flight and
+// one to TO_RETRY leaves each lane's in-flight count equal to its
+// messages in flight, and lets a held lane admit again.
+func TestGroupedTransitionsKeepLaneSlots(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	if err := s.SetAdmission(ctx, map[string]herald.Admission{"g": {Concurrency: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		lane := []string{"A", "B"}[i%2]
+		m := &herald.Message{ID: fmt.Sprintf("m%d", i), Tenant: "acme", Route: "g", Lane: lane, Text: "x", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	// m0, m2, m4 of A and m1, m3, m5 of B are in flight: both lanes full.
+	ts := []*herald.Transition{
+		{ID: "m0", From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0},
+		{ID: "m2", From: herald.StatusSentToNS, To: herald.StatusDeliveredToNS, At: t0},
+		{ID: "m1", From: herald.StatusSentToNS, To: herald.StatusDeliveryFailed, At: t0},
+		{ID: "m3", From: herald.StatusSentToNS, To: herald.StatusToRetry, At: t0, DueAt: t0.Add(time.Hour)},
+		{ID: "m6", From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0}, // not in flight: a conflict
+	}
+	var outcomes []error
+	err := s.write(ctx, func(tx *wtx) error {
+		var err error
+		outcomes, err = tx.transitions(ts)
+		return err
+	})
+	if err != nil || outcomes[4] == nil {
+		t.Fatalf("transitions = %v, %v; want the last a conflict", outcomes, err)
+	}
+	counts := func() string {
+		t.Helper()
+		var a, b, wantA, wantB int
+		err := s.read.QueryRowContext(ctx, `SELECT
+				(SELECT inflight FROM lanes WHERE route = 'g' AND lane = 'A'), (SELECT inflight FROM lanes WHERE route = 'g' AND lane = 'B'),
+				(SELECT COUNT(*) FROM messages WHERE lane = 'A' AND `+inFlightSQL+`), (SELECT COUNT(*) FROM messages WHERE lane = 'B' AND `+inFlightSQL+`)`).
+			Scan(&a, &b, &wantA, &wantB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("A %d of %d, B %d of %d", a, wantA, b, wantB)
+	}
+	if got := counts(); got != "A 2 of 2, B 1 of 1" {
+		t.Fatalf("lanes' counts after the grouped transitions: %s, want A 2 of 2, B 1 of 1", got)
+	}
+	got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Minute})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim after = %d, %v; want A's m6 and B's m7, a slot each", len(got), err)
+	}
+}

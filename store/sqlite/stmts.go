@@ -55,7 +55,8 @@ type readStmts struct {
 	get, byIDs, findExternal, activeRoutes, counts, overdue *sql.Stmt
 
 	// The lanes' (lanes.go).
-	lane, laneQueued, laneInFlight, tenantBucket, busiestLanes *sql.Stmt
+	lane, laneQueued, laneInFlight, lanesInFlight *sql.Stmt
+	tenantBucket, busiestLanes                    *sql.Stmt
 
 	// The rooms' (rooms.go).
 	room, rooms, subscription, subscriptions, roomEvent *sql.Stmt
@@ -206,7 +207,7 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.laneCircuit, `SELECT failures, circuit, cool FROM lanes WHERE route = ? AND lane = ?`},
 		// A failure counted (?6 its time) keeps the lane's row from the
 		// pruner for the retention (pruneLanes).
-		{&st.circuitOpen, `UPDATE lanes SET failures = ?3, circuit = 'open', cool = ?4, circuit_at = ?6, paused_until = MAX(paused_until, ?5),
+		{&st.circuitOpen, `UPDATE lanes SET failures = ?3, circuit = 'open', cool = ?4, circuit_at = MAX(circuit_at, ?6), paused_until = MAX(paused_until, ?5),
 			pause_reason = CASE WHEN ?5 >= paused_until THEN 'circuit_open' ELSE pause_reason END,
 			ready_at = MAX(ready_at, ?5) WHERE route = ?1 AND lane = ?2`},
 		// A circuit's pause ends with it; a lane parked by a pause that
@@ -216,7 +217,7 @@ func (st *writeStmts) defs() []stmtDef {
 			paused_until = CASE WHEN pause_reason LIKE 'circuit%' THEN 0 ELSE paused_until END,
 			pause_reason = CASE WHEN pause_reason LIKE 'circuit%' THEN '' ELSE pause_reason END
 			WHERE route = ?1 AND lane = ?2`},
-		{&st.circuitCount, `UPDATE lanes SET failures = ?3, circuit_at = ?4 WHERE route = ?1 AND lane = ?2`},
+		{&st.circuitCount, `UPDATE lanes SET failures = ?3, circuit_at = MAX(circuit_at, ?4) WHERE route = ?1 AND lane = ?2`},
 		// A pause never shortens the one in force; the longer one's reason stays.
 		{&st.pauseLane, `UPDATE lanes SET paused_until = MAX(paused_until, ?2),
 				pause_reason = CASE WHEN ?2 >= paused_until THEN ?3 ELSE pause_reason END,
@@ -291,11 +292,16 @@ func (st *readStmts) defs() []stmtDef {
 					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
 		{&st.laneCircuit, `SELECT failures, circuit FROM lanes WHERE route = ? AND lane = ?`},
-		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
+		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures, inflight FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ? AND lane = ?`},
+		// The messages in flight of one lane, or of every lane of a route
+		// ('' for every route): no index orders them by lane, so each walks
+		// every message in flight.
 		{&st.laneInFlight, `SELECT id FROM messages INDEXED BY messages_inflight
 			WHERE gated = 1 AND ` + inFlightSQL + ` AND route = ? AND lane = ? ORDER BY id`},
+		{&st.lanesInFlight, `SELECT route, lane, id FROM messages INDEXED BY messages_inflight
+			WHERE gated = 1 AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
 		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation

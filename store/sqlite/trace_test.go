@@ -220,3 +220,45 @@ func TestMigrateOrderedColumn(t *testing.T) {
 		t.Fatalf("claim = %v, %v; want a alone (b waits for it)", got, err)
 	}
 }
+
+// TestMigrateCircuitAt opens a database written before lanes.circuit_at
+// whose idle lane counts circuit failures, and finds the count kept by a
+// prune within the retention from the migration, not lost at once.
+func TestMigrateCircuitAt(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	rules := map[string]herald.Admission{"g": {Concurrency: 1, Circuit: herald.Circuit{Failures: 3, CoolDown: time.Minute}}}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAdmission(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	m := &herald.Message{ID: "a", Tenant: "acme", Route: "g", Lane: "L", Text: "hi", MaxAttempts: 3, CreatedAt: t0, UpdatedAt: t0, DueAt: t0}
+	if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transition(ctx, herald.Transition{ID: "a", From: herald.StatusQueued, To: herald.StatusCancelled, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReportCircuit(ctx, herald.CircuitReport{Route: "g", Lane: "L", Failed: true, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	execRaw(t, path, `ALTER TABLE lanes DROP COLUMN circuit_at`)
+	if s, err = Open(path); err != nil {
+		t.Fatalf("Open of a database without lanes.circuit_at: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Prune(ctx, time.Now().Add(-time.Hour), 100); err != nil {
+		t.Fatal(err)
+	}
+	var failures int
+	if err := s.read.QueryRowContext(ctx, `SELECT failures FROM lanes WHERE route = 'g' AND lane = 'L'`).Scan(&failures); err != nil || failures != 1 {
+		t.Fatalf("the idle lane's failures after the migration and a prune = %d, %v; want 1", failures, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/heraldmq/herald"
 )
@@ -171,9 +172,11 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	// The rows of a version before hold no time of their circuit's last
-	// failure: an idle lane's circuit state goes with the next prune.
+	// failure: the migration's, so that their state stays for the
+	// retention from now.
 	if laneCols > 0 && circuitAt == 0 {
-		if _, err := conn.ExecContext(ctx, `ALTER TABLE lanes ADD COLUMN circuit_at INTEGER NOT NULL DEFAULT 0`); err != nil {
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE lanes ADD COLUMN circuit_at INTEGER NOT NULL DEFAULT 0;
+				UPDATE lanes SET circuit_at = ? WHERE failures > 0 OR circuit != ''`, time.Now().UnixMilli()); err != nil {
 			return err
 		}
 	}

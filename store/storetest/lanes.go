@@ -600,8 +600,8 @@ func testLanes(t *testing.T, open opener) {
 			t.Errorf("Lanes = %v, want %v", got, want)
 		}
 		some, err := h.s.Lanes(h.ctx, "g", 1)
-		if err != nil || len(some) != 1 || some[0].Lane != "B" {
-			t.Errorf("Lanes(g, 1) = %+v, %v; want lane B", some, err)
+		if err != nil || len(some) != 1 || some[0].Lane != "B" || len(some[0].InFlight) != 1 {
+			t.Errorf("Lanes(g, 1) = %+v, %v; want lane B, its one message in flight", some, err)
 		}
 	})
 }
