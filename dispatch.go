@@ -165,12 +165,9 @@ func (e *Engine) keptAtBound(msgs []*Message, kept keptBound) bool {
 			held[key]++
 		}
 	}
+	claim := Claim{KeptAhead: kept.ahead, KeptSent: kept.sent}
 	for key := range lanes {
-		a := e.admission[key.Route]
-		bound := a.ClaimAhead
-		if kept.ahead > 0 {
-			bound = min(bound, max(a.Concurrency, kept.ahead+kept.sent[key]))
-		}
+		bound := claim.KeptBound(e.admission[key.Route], key)
 		if n := held[key] + e.laneCalls[key] + e.laneAnswered[key]; 4*n >= bound && n >= cap(e.slots) {
 			return true
 		}

@@ -249,6 +249,17 @@ type Claim struct {
 	KeptSent map[LaneRef]int
 }
 
+// KeptBound returns how many messages of lane l, of a route with
+// admission a and a ClaimAhead, may be in flight after claim c: its
+// ClaimAhead, or when c sets KeptAhead, at most the larger of its
+// Concurrency and KeptAhead plus the lane's KeptSent.
+func (c Claim) KeptBound(a Admission, l LaneRef) int {
+	if c.KeptAhead <= 0 {
+		return a.ClaimAhead
+	}
+	return min(a.ClaimAhead, max(a.Concurrency, c.KeptAhead+c.KeptSent[l]))
+}
+
 // LaneRef names a lane of a route.
 type LaneRef struct{ Route, Lane string }
 

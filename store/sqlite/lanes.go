@@ -65,25 +65,11 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 	}{
 		{`DELETE FROM lane_caps`, nil},
 		// The active messages of routes no longer gated leave the lanes, and
-		// those of gated routes join them: each statement walks the partial
-		// indexes that hold the candidates, not the table, which holds the
-		// terminal messages of the last days too.
-		{`UPDATE messages SET gated = 0 WHERE id IN (
-				SELECT id FROM messages INDEXED BY messages_lane
-					WHERE status = 'QUEUED' AND gated = 1 AND route NOT IN (SELECT value FROM json_each(?1))
-				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
-					WHERE status = 'TO_RETRY' AND route NOT IN (SELECT value FROM json_each(?1))
-				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight
-					WHERE gated = 1 AND ` + inFlightSQL + ` AND route NOT IN (SELECT value FROM json_each(?1)))
-			AND gated = 1`, []any{string(routesJSON)}},
-		{`UPDATE messages SET gated = 1 WHERE id IN (
-				SELECT id FROM messages INDEXED BY messages_ready
-					WHERE status = 'QUEUED' AND gated = 0 AND route IN (SELECT value FROM json_each(?1))
-				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
-					WHERE status = 'TO_RETRY' AND route IN (SELECT value FROM json_each(?1))
-				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight
-					WHERE ` + inFlightSQL + ` AND route IN (SELECT value FROM json_each(?1)))
-			AND gated = 0`, []any{string(routesJSON)}},
+		// those of gated routes join them.
+		{`UPDATE messages SET gated = 0 WHERE id IN (` + routesActive(laneQueued, "NOT IN") + `) AND gated = 1`,
+			[]any{string(routesJSON)}},
+		{`UPDATE messages SET gated = 1 WHERE id IN (` + routesActive(readyQueued, "IN") + `) AND gated = 0`,
+			[]any{string(routesJSON)}},
 		{`DELETE FROM lanes WHERE route NOT IN (SELECT value FROM json_each(?1))`, []any{string(routesJSON)}},
 		// Then ordered marks the active messages of the ordered routes' lanes,
 		// and no other: messages_target indexes them by target (an index of
@@ -94,14 +80,8 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 				SELECT id FROM messages INDEXED BY messages_target
 					WHERE ordered = 1 AND ` + activeSQL + `
 						AND (gated != 1 OR route NOT IN (SELECT value FROM json_each(?1))))`, []any{string(orderedJSON)}},
-		{`UPDATE messages SET ordered = 1 WHERE id IN (
-				SELECT id FROM messages INDEXED BY messages_lane
-					WHERE status = 'QUEUED' AND gated = 1 AND route IN (SELECT value FROM json_each(?1))
-				UNION ALL SELECT id FROM messages INDEXED BY messages_retry
-					WHERE status = 'TO_RETRY' AND route IN (SELECT value FROM json_each(?1))
-				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight
-					WHERE ` + inFlightSQL + ` AND route IN (SELECT value FROM json_each(?1)))
-			AND gated = 1 AND ordered = 0`, []any{string(orderedJSON)}},
+		{`UPDATE messages SET ordered = 1 WHERE id IN (` + routesActive(laneQueued, "IN") + `) AND gated = 1 AND ordered = 0`,
+			[]any{string(orderedJSON)}},
 	}
 	for _, r := range routes {
 		capacity := laneCap(rules[r])
@@ -144,6 +124,26 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 	tx.rules = rules
 	tx.gatedJSON, tx.orderedJSON = string(routesJSON), string(orderedJSON)
 	return nil
+}
+
+// The QUEUED messages of gated routes (laneQueued) and of the others
+// (readyQueued), as routesActive walks them: a partial index and its terms.
+const (
+	laneQueued  = `messages_lane WHERE status = 'QUEUED' AND gated = 1`
+	readyQueued = `messages_ready WHERE status = 'QUEUED' AND gated = 0`
+)
+
+// routesActive returns a SELECT of the ids of the active messages, but
+// for pull messages, of the routes that are (op "IN") or are not ("NOT
+// IN") in the JSON array ?1: the QUEUED ones that queued holds, and the
+// TO_RETRY and in-flight ones. It walks the partial indexes that hold
+// them, not the table, which holds the terminal messages of the last days
+// too.
+func routesActive(queued, op string) string {
+	routes := ` AND route ` + op + ` (SELECT value FROM json_each(?1))`
+	return `SELECT id FROM messages INDEXED BY ` + queued + routes + `
+		UNION ALL SELECT id FROM messages INDEXED BY messages_retry WHERE status = 'TO_RETRY'` + routes + `
+		UNION ALL SELECT id FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + routes
 }
 
 // gated returns 1 when route is gated, 0 otherwise, as the gated column
@@ -226,9 +226,8 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			if a.ClaimAhead > 0 && l.inflight > 0 && l.owner != c.Node {
 				continue // another node dispatches it
 			}
-			if a.ClaimAhead > 0 && c.KeptAhead > 0 {
-				kept := c.KeptAhead + c.KeptSent[herald.LaneRef{Route: l.route, Lane: l.lane}]
-				a.ClaimAhead = min(a.ClaimAhead, max(a.Concurrency, kept))
+			if a.ClaimAhead > 0 {
+				a.ClaimAhead = c.KeptBound(a, herald.LaneRef{Route: l.route, Lane: l.lane})
 			}
 			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets)
 			if err != nil {
