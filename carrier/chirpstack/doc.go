@@ -21,6 +21,13 @@
 // message's external id. A retry of a message whose earlier queue item
 // ChirpStack still holds untransmitted (the external id is kept across
 // attempts) takes that item over instead of enqueueing a second one.
+// ChirpStack assigns the id itself (it ignores one given to Enqueue), so
+// an Enqueue whose answer is lost (a timeout, a dropped connection) leaves
+// an item herald cannot name: a retry of a message with an ExpiresAt
+// first looks for an untransmitted item with the same FPort, confirmed
+// flag, bytes and expires_at (the message's own, to the microsecond) and
+// takes it over. Without an expiry, or once ChirpStack has sent that item,
+// the retry enqueues again and the device may get the downlink twice.
 //
 // With Send SendMQTT the item goes as an integration.DownlinkCommand on
 // the MQTT integration's application/<application>/device/<DevEUI>/command/down

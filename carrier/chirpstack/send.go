@@ -1,6 +1,7 @@
 package chirpstack
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,27 +37,31 @@ func expiresAt(m *herald.Message) *timestamppb.Timestamp {
 	return timestamppb.New(m.ExpiresAt.Truncate(time.Microsecond))
 }
 
-// enqueue sends m by api.DeviceService/Enqueue. A retry whose earlier item
-// (m.ExternalID) ChirpStack still holds untransmitted takes that item over.
+// enqueue sends m by api.DeviceService/Enqueue. A retry takes over the
+// item an earlier attempt queued, when ChirpStack still holds it
+// untransmitted (queuedItem), instead of queueing a second one.
 func (c *Carrier) enqueue(ctx context.Context, m *herald.Message, o options) (herald.SendResult, error) {
-	if m.ExternalID != "" {
-		items, err := c.getQueue(ctx, o.devEUI)
-		if err != nil {
-			return herald.SendResult{}, err
-		}
-		for _, it := range items {
-			if it.GetId() == m.ExternalID && !it.GetIsPending() {
-				return herald.SendResult{ExternalID: m.ExternalID}, nil
-			}
-		}
-	}
-	req := &api.EnqueueDeviceQueueItemRequest{QueueItem: &api.DeviceQueueItem{
+	item := &api.DeviceQueueItem{
 		DevEui:    o.devEUI,
 		FPort:     o.fPort,
 		Confirmed: o.confirmed,
 		Data:      m.Payload,
 		ExpiresAt: expiresAt(m),
-	}}
+	}
+	if m.ExternalID != "" || (m.Attempt > 1 && item.ExpiresAt != nil) {
+		items, err := c.getQueue(ctx, o.devEUI)
+		if err != nil {
+			return herald.SendResult{}, err
+		}
+		if id := queuedItem(items, m.ExternalID, item); id != "" {
+			if id != m.ExternalID {
+				c.log.Info("chirpstack: took over the queue item of an earlier Enqueue whose answer was lost",
+					"message", m.ID, "attempt", m.Attempt, "dev_eui", o.devEUI, "queue_item", id)
+			}
+			return herald.SendResult{ExternalID: id}, nil
+		}
+	}
+	req := &api.EnqueueDeviceQueueItemRequest{QueueItem: item}
 	ctx, cancel := callContext(ctx)
 	defer cancel()
 	resp, err := c.devices.Enqueue(c.authorized(ctx), req)
@@ -69,4 +74,31 @@ func (c *Carrier) enqueue(ctx context.Context, m *herald.Message, o options) (he
 		return herald.SendResult{}, herald.Permanent(errors.New("chirpstack: Enqueue accepted the item but returned no queue item id"))
 	}
 	return herald.SendResult{ExternalID: resp.GetId()}, nil
+}
+
+// queuedItem returns the id of the untransmitted item of items that an
+// earlier attempt of a message queued, "" for none: the item whose id is
+// the message's external id, else, when item (the one the message would
+// queue now) has an expiry, an item equal to it. The second is the item
+// of an Enqueue whose answer was lost (a timeout, a dropped connection):
+// ChirpStack queued it but herald never learnt its id, and ChirpStack
+// assigns the id, so the item is known only by its contents. The expiry
+// is the message's own, to the microsecond, which sets it apart from the
+// device's other items.
+func queuedItem(items []*api.DeviceQueueItem, externalID string, item *api.DeviceQueueItem) string {
+	for _, it := range items {
+		if !it.GetIsPending() && externalID != "" && it.GetId() == externalID {
+			return externalID
+		}
+	}
+	if item.GetExpiresAt() == nil {
+		return ""
+	}
+	for _, it := range items {
+		if !it.GetIsPending() && it.GetFPort() == item.GetFPort() && it.GetConfirmed() == item.GetConfirmed() &&
+			bytes.Equal(it.GetData(), item.GetData()) && it.GetExpiresAt().AsTime().Equal(item.GetExpiresAt().AsTime()) {
+			return it.GetId()
+		}
+	}
+	return ""
 }

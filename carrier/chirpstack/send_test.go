@@ -1,10 +1,16 @@
 package chirpstack
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chirpstack/chirpstack/api/go/v4/api"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/heraldmq/herald"
 	csim "github.com/heraldmq/herald/sim/chirpstack"
@@ -80,6 +86,77 @@ func TestSendRetryTakesQueuedItem(t *testing.T) {
 	third, err := c.Send(ctxT(t), m)
 	if err != nil || third.ExternalID == first.ExternalID || len(s.Enqueued()) != 2 {
 		t.Fatalf("retry after transmission: %+v, %v, %d items; want a new item", third, err, len(s.Enqueued()))
+	}
+}
+
+// lostAnswers passes every call to ChirpStack but answers the first lose
+// Enqueues that ChirpStack accepted as if the connection had dropped: the
+// item is queued, herald never learns its id.
+type lostAnswers struct {
+	api.DeviceServiceClient
+	lose int
+}
+
+func (l *lostAnswers) Enqueue(ctx context.Context, in *api.EnqueueDeviceQueueItemRequest, opts ...grpc.CallOption) (*api.EnqueueDeviceQueueItemResponse, error) {
+	resp, err := l.DeviceServiceClient.Enqueue(ctx, in, opts...)
+	if err == nil && l.lose > 0 {
+		l.lose--
+		return nil, status.Error(codes.Unavailable, "connection reset by peer")
+	}
+	return resp, err
+}
+
+// TestSendRetryAfterLostAnswer: an Enqueue whose answer was lost queued
+// its item; the message's retry takes that item over (it has the same
+// contents and the message's own expiry), when ChirpStack has not sent it
+// yet. Without an expiry, or once the item went, the retry queues anew.
+func TestSendRetryAfterLostAnswer(t *testing.T) {
+	expires := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name     string
+		expires  time.Time
+		other    bool // another item, alike but for its expiry, is queued first
+		transmit bool // the device takes the item before the retry
+		items    int  // queued in the end
+		takeOver bool
+	}{
+		{name: "taken over", expires: expires, items: 1, takeOver: true},
+		{name: "taken over, not the look-alike", expires: expires, other: true, items: 2, takeOver: true},
+		{name: "no expiry", items: 2},
+		{name: "already sent", expires: expires, transmit: true, items: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSim(t, simConfig())
+			c := newCarrier(t, Config{Server: s.Addr(), Token: token})
+			if tc.other {
+				other := message(devA, []byte{7, 7}, map[string]string{"f_port": "5"})
+				other.ID, other.ExpiresAt, other.Attempt = "01980c3e-5b2a-7c41-8d2e-000000000001", expires.Add(time.Millisecond), 1
+				if _, err := c.Send(ctxT(t), other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.devices = &lostAnswers{DeviceServiceClient: c.devices, lose: 1}
+			m := message(devA, []byte{7, 7}, map[string]string{"f_port": "5"})
+			m.ExpiresAt, m.Attempt = tc.expires, 1
+			if _, err := c.Send(ctxT(t), m); err == nil || isPermanent(err) {
+				t.Fatalf("first Send: %v; want a transient error", err)
+			}
+			lost := s.Enqueued()[len(s.Enqueued())-1]
+			if tc.transmit {
+				if _, err := s.Uplink(devA, 1, nil); err != nil {
+					t.Fatal(err)
+				}
+				waitEvent(t, s, func(e csim.Event) bool { return e.Type == EventTxAck && e.QueueItemID == lost.ID })
+			}
+			m.Attempt = 2
+			res, err := c.Send(ctxT(t), m)
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			if got := len(s.Enqueued()); got != tc.items || (res.ExternalID == lost.ID) != tc.takeOver {
+				t.Fatalf("retry: external id %q, %d items queued; want %d, the lost item %s taken over: %v", res.ExternalID, got, tc.items, lost.ID, tc.takeOver)
+			}
+		})
 	}
 }
 
