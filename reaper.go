@@ -107,7 +107,7 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 		case deadlinePassed && m.Pull:
 			e.record(ctx, m, e.failure(r, m, errors.New("not acknowledged before its lease ran out"), "lease expired"))
 		case deadlinePassed:
-			e.record(ctx, m, e.failure(r, m, errors.New("carrier did not answer within the accept timeout"), "accept timeout"))
+			e.record(ctx, m, e.failure(r, m, errors.New(AcceptTimeoutError), "accept timeout"))
 		}
 	case StatusDeliveredToNS:
 		switch {

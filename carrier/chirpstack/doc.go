@@ -22,12 +22,23 @@
 // ChirpStack still holds untransmitted (the external id is kept across
 // attempts) takes that item over instead of enqueueing a second one.
 // ChirpStack assigns the id itself (it ignores one given to Enqueue), so
-// an Enqueue whose answer is lost (a timeout, a dropped connection) leaves
-// an item herald cannot name: a retry of a message with an ExpiresAt
-// first looks for an untransmitted item with the same FPort, confirmed
-// flag, bytes and expires_at (the message's own, to the microsecond) and
-// takes it over. Without an expiry, or once ChirpStack has sent that item,
-// the retry enqueues again and the device may get the downlink twice.
+// an Enqueue whose outcome is unknown leaves an item herald cannot name:
+// the call timed out, was cancelled or lost its connection (its error
+// then says ChirpStack may have queued the item), or it did not answer
+// before the accept deadline (herald.AcceptTimeoutError: it hung, or
+// herald stopped during it). The retry of such a message, when it has an
+// ExpiresAt, first looks for an untransmitted item with the same FPort,
+// confirmed flag, bytes and expires_at, and takes it over. The expiry is
+// the message's own (to the millisecond, as herald keeps it): an
+// identical downlink to the same device with the same expiry can be taken
+// for it. The device then gets one downlink for both messages, and the
+// message whose events the other's item does not answer is retried at its
+// carrier timeout (the lorawan and classc profiles retry then), so each
+// is still delivered. Without an expiry, once
+// ChirpStack has sent the item, or while ChirpStack is still queueing it
+// when the retry looks, the retry enqueues again and the device may get
+// the downlink twice. ChirpStack's own refusals (a status it answered,
+// such as Internal) queued nothing, and their retry enqueues at once.
 //
 // With Send SendMQTT the item goes as an integration.DownlinkCommand on
 // the MQTT integration's application/<application>/device/<DevEUI>/command/down

@@ -5,7 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -48,12 +52,13 @@ func (c *Carrier) enqueue(ctx context.Context, m *herald.Message, o options) (he
 		Data:      m.Payload,
 		ExpiresAt: expiresAt(m),
 	}
-	if m.ExternalID != "" || (m.Attempt > 1 && item.ExpiresAt != nil) {
+	lost := item.ExpiresAt != nil && mayHaveQueued(m)
+	if m.ExternalID != "" || lost {
 		items, err := c.getQueue(ctx, o.devEUI)
 		if err != nil {
 			return herald.SendResult{}, err
 		}
-		if id := queuedItem(items, m.ExternalID, item); id != "" {
+		if id := queuedItem(items, m.ExternalID, item, lost); id != "" {
 			if id != m.ExternalID {
 				c.log.Info("chirpstack: took over the queue item of an earlier Enqueue whose answer was lost",
 					"message", m.ID, "attempt", m.Attempt, "dev_eui", o.devEUI, "queue_item", id)
@@ -66,6 +71,9 @@ func (c *Carrier) enqueue(ctx context.Context, m *herald.Message, o options) (he
 	defer cancel()
 	resp, err := c.devices.Enqueue(c.authorized(ctx), req)
 	if err != nil {
+		if answerLost(err) {
+			return herald.SendResult{}, fmt.Errorf("%w%s", callError("Enqueue", o.devEUI, err), mayBeQueued)
+		}
 		return herald.SendResult{}, callError("Enqueue", o.devEUI, err)
 	}
 	if resp.GetId() == "" {
@@ -78,20 +86,20 @@ func (c *Carrier) enqueue(ctx context.Context, m *herald.Message, o options) (he
 
 // queuedItem returns the id of the untransmitted item of items that an
 // earlier attempt of a message queued, "" for none: the item whose id is
-// the message's external id, else, when item (the one the message would
-// queue now) has an expiry, an item equal to it. The second is the item
-// of an Enqueue whose answer was lost (a timeout, a dropped connection):
-// ChirpStack queued it but herald never learnt its id, and ChirpStack
-// assigns the id, so the item is known only by its contents. The expiry
-// is the message's own, to the microsecond, which sets it apart from the
-// device's other items.
-func queuedItem(items []*api.DeviceQueueItem, externalID string, item *api.DeviceQueueItem) string {
+// the message's external id; else, when an earlier Enqueue of the message
+// may have queued an item herald does not know of (lost: mayHaveQueued)
+// and item, the one the message would queue now, has an expiry, an item
+// equal to it. ChirpStack assigns the ids, so that item is known by its
+// contents only; the expiry, the message's own, sets it apart from the
+// device's other items but an identical downlink with the same expiry
+// (see the package comment).
+func queuedItem(items []*api.DeviceQueueItem, externalID string, item *api.DeviceQueueItem, lost bool) string {
 	for _, it := range items {
 		if !it.GetIsPending() && externalID != "" && it.GetId() == externalID {
 			return externalID
 		}
 	}
-	if item.GetExpiresAt() == nil {
+	if !lost || item.GetExpiresAt() == nil {
 		return ""
 	}
 	for _, it := range items {
@@ -101,4 +109,33 @@ func queuedItem(items []*api.DeviceQueueItem, externalID string, item *api.Devic
 		}
 	}
 	return ""
+}
+
+// mayBeQueued ends the error of an Enqueue whose outcome is unknown: the
+// message's retry, which finds it in the message's last error, looks for
+// the item that Enqueue may have queued (mayHaveQueued).
+const mayBeQueued = " (ChirpStack may have queued the item: the retry looks for it)"
+
+// answerLost reports whether err, from an Enqueue, leaves its outcome
+// unknown: the call ran out of time or was cancelled, or the connection
+// failed, which may happen after ChirpStack queued the item. ChirpStack's
+// own refusals (a status it sent) queued nothing.
+func answerLost(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return true
+	}
+	switch st.Code() {
+	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable, codes.Unknown:
+		return true
+	}
+	return false
+}
+
+// mayHaveQueued reports whether an earlier Enqueue of m may have queued an
+// item herald does not know of: its answer was lost (mayBeQueued), or it
+// did not answer before the accept deadline (herald.AcceptTimeoutError:
+// the call hung, or herald stopped during it).
+func mayHaveQueued(m *herald.Message) bool {
+	return strings.HasSuffix(m.LastError, mayBeQueued) || m.LastError == herald.AcceptTimeoutError
 }

@@ -89,72 +89,93 @@ func TestSendRetryTakesQueuedItem(t *testing.T) {
 	}
 }
 
-// lostAnswers passes every call to ChirpStack but answers the first lose
-// Enqueues that ChirpStack accepted as if the connection had dropped: the
-// item is queued, herald never learns its id.
-type lostAnswers struct {
+// failEnqueues passes every call to ChirpStack but fails the first n
+// Enqueues: with lost, ChirpStack queues the item and the answer is lost
+// (the connection drops); otherwise ChirpStack refuses it (Internal) and
+// queues nothing.
+type failEnqueues struct {
 	api.DeviceServiceClient
-	lose int
+	n    int
+	lost bool
 }
 
-func (l *lostAnswers) Enqueue(ctx context.Context, in *api.EnqueueDeviceQueueItemRequest, opts ...grpc.CallOption) (*api.EnqueueDeviceQueueItemResponse, error) {
-	resp, err := l.DeviceServiceClient.Enqueue(ctx, in, opts...)
-	if err == nil && l.lose > 0 {
-		l.lose--
-		return nil, status.Error(codes.Unavailable, "connection reset by peer")
+func (f *failEnqueues) Enqueue(ctx context.Context, in *api.EnqueueDeviceQueueItemRequest, opts ...grpc.CallOption) (*api.EnqueueDeviceQueueItemResponse, error) {
+	if f.n == 0 {
+		return f.DeviceServiceClient.Enqueue(ctx, in, opts...)
 	}
-	return resp, err
+	f.n--
+	if !f.lost {
+		return nil, status.Error(codes.Internal, "database error")
+	}
+	if _, err := f.DeviceServiceClient.Enqueue(ctx, in, opts...); err != nil {
+		return nil, err
+	}
+	return nil, status.Error(codes.Unavailable, "error reading from server: EOF")
 }
 
 // TestSendRetryAfterLostAnswer: an Enqueue whose answer was lost queued
 // its item; the message's retry takes that item over (it has the same
-// contents and the message's own expiry), when ChirpStack has not sent it
-// yet. Without an expiry, or once the item went, the retry queues anew.
+// contents and the message's own expiry) when ChirpStack has not sent it
+// yet, and so does the retry of a send that outlived its accept timeout.
+// Without an expiry, once the item went, or after ChirpStack refused the
+// Enqueue, the retry queues anew, even beside an item just like its own.
 func TestSendRetryAfterLostAnswer(t *testing.T) {
 	expires := time.Now().Add(time.Hour)
 	for _, tc := range []struct {
-		name     string
-		expires  time.Time
-		other    bool // another item, alike but for its expiry, is queued first
-		transmit bool // the device takes the item before the retry
-		items    int  // queued in the end
-		takeOver bool
+		name      string
+		refused   bool          // the first Enqueue is refused, not lost
+		lastError string        // in place of the first Send's error
+		expires   time.Time     // the message's
+		other     time.Duration // another message's item, alike but for its expiry (this much later), is queued first; -1 for none
+		transmit  bool          // the device takes the lost item before the retry
+		items     int           // queued in the end
+		takeOver  bool          // the retry takes the item of the first Enqueue
 	}{
-		{name: "taken over", expires: expires, items: 1, takeOver: true},
-		{name: "taken over, not the look-alike", expires: expires, other: true, items: 2, takeOver: true},
-		{name: "no expiry", items: 2},
-		{name: "already sent", expires: expires, transmit: true, items: 2},
+		{name: "taken over", expires: expires, other: -1, items: 1, takeOver: true},
+		{name: "taken over, not the look-alike", expires: expires, other: time.Millisecond, items: 2, takeOver: true},
+		{name: "accept timeout", lastError: herald.AcceptTimeoutError, expires: expires, other: -1, items: 1, takeOver: true},
+		{name: "no expiry", other: -1, items: 2},
+		{name: "already sent", expires: expires, other: -1, transmit: true, items: 2},
+		{name: "refused, beside an item just like it", refused: true, expires: expires, other: 0, items: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startSim(t, simConfig())
 			c := newCarrier(t, Config{Server: s.Addr(), Token: token})
-			if tc.other {
+			if tc.other >= 0 {
 				other := message(devA, []byte{7, 7}, map[string]string{"f_port": "5"})
-				other.ID, other.ExpiresAt, other.Attempt = "01980c3e-5b2a-7c41-8d2e-000000000001", expires.Add(time.Millisecond), 1
+				other.ID, other.ExpiresAt, other.Attempt = "01980c3e-5b2a-7c41-8d2e-000000000001", expires.Add(tc.other), 1
 				if _, err := c.Send(ctxT(t), other); err != nil {
 					t.Fatal(err)
 				}
 			}
-			c.devices = &lostAnswers{DeviceServiceClient: c.devices, lose: 1}
+			before := len(s.Enqueued())
+			c.devices = &failEnqueues{DeviceServiceClient: c.devices, n: 1, lost: !tc.refused}
 			m := message(devA, []byte{7, 7}, map[string]string{"f_port": "5"})
 			m.ExpiresAt, m.Attempt = tc.expires, 1
-			if _, err := c.Send(ctxT(t), m); err == nil || isPermanent(err) {
-				t.Fatalf("first Send: %v; want a transient error", err)
+			_, err := c.Send(ctxT(t), m)
+			if err == nil || isPermanent(err) || strings.Contains(err.Error(), mayBeQueued) == tc.refused {
+				t.Fatalf("first Send: %v; want a transient error, saying the item may be queued: %v", err, !tc.refused)
 			}
-			lost := s.Enqueued()[len(s.Enqueued())-1]
+			m.Attempt, m.LastError = 2, err.Error()
+			if tc.lastError != "" {
+				m.LastError = tc.lastError
+			}
+			var first string // the item of the first Enqueue
+			if len(s.Enqueued()) > before {
+				first = s.Enqueued()[before].ID
+			}
 			if tc.transmit {
 				if _, err := s.Uplink(devA, 1, nil); err != nil {
 					t.Fatal(err)
 				}
-				waitEvent(t, s, func(e csim.Event) bool { return e.Type == EventTxAck && e.QueueItemID == lost.ID })
+				waitEvent(t, s, func(e csim.Event) bool { return e.Type == EventTxAck && e.QueueItemID == first })
 			}
-			m.Attempt = 2
 			res, err := c.Send(ctxT(t), m)
 			if err != nil {
 				t.Fatalf("retry: %v", err)
 			}
-			if got := len(s.Enqueued()); got != tc.items || (res.ExternalID == lost.ID) != tc.takeOver {
-				t.Fatalf("retry: external id %q, %d items queued; want %d, the lost item %s taken over: %v", res.ExternalID, got, tc.items, lost.ID, tc.takeOver)
+			if got := len(s.Enqueued()); got != tc.items || (first != "" && res.ExternalID == first) != tc.takeOver {
+				t.Fatalf("retry: external id %q, %d items queued; want %d, the first Enqueue's item %q taken over: %v", res.ExternalID, got, tc.items, first, tc.takeOver)
 			}
 		})
 	}
