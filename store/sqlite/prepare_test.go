@@ -15,9 +15,10 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
-// TestHotStatementsStayPrepared runs the messages' lifecycle twice on every
-// kind of route and fails when the second round compiled a statement on
-// the writer's connection. SQLite re-prepares a statement at its next step
+// TestHotStatementsStayPrepared runs the messages' lifecycle three times on
+// every kind of route, with the reads of the loops and the API, and fails
+// when the third round compiled a statement on the writer's connection or
+// on the read connection. SQLite re-prepares a statement at its next step
 // after a new value is bound to a variable that it planned with (a
 // "column = ?" that a partial index's or an ORDER BY's planning compared,
 // a bare "LIMIT ?"): compiling again costs far more than the statement
@@ -272,6 +273,12 @@ func reads(t *testing.T, s *Store, msgs []*herald.Message, at time.Time) {
 		t.Fatal(err)
 	}
 	if _, err := s.ActiveRoutes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rooms(ctx, msgs[0].Tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Subscriptions(ctx, msgs[0].Tenant, "lobby-"+msgs[0].ID); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -82,9 +82,9 @@ func prepareWrite(ctx context.Context, conn *sql.Conn) (*writeStmts, error) {
 // bound, which costs more than the statement itself (a lane's take: 15 µs
 // against 6): a LIMIT; one compared with a column that a partial index's
 // WHERE compares with a constant (status = ?); one compared with a column
-// in a query that reads a partial index in ORDER BY's order (route = ?
-// ... ORDER BY id). Such parameters are wrapped in a CAST or a unary plus
-// (= +?), which SQLite does not look into and which keep the index's use.
+// in a query with an ORDER BY (route = ? ... ORDER BY id). Such parameters
+// are wrapped in a CAST or a unary plus (= +?), which SQLite does not look
+// into and which keep the plan (TestPlans compares it).
 // TestHotStatementsStayPrepared finds the statements that recompile.
 func (st *writeStmts) defs() []stmtDef {
 	return []stmtDef{
@@ -310,10 +310,10 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation
 			WHERE route = ? AND correlation = ? AND correlation != ''`},
 		{&st.room, `SELECT ` + roomCols + ` FROM rooms WHERE tenant = ? AND name = ?`},
-		{&st.rooms, `SELECT ` + roomCols + ` FROM rooms WHERE tenant = ? ORDER BY name`},
+		{&st.rooms, `SELECT ` + roomCols + ` FROM rooms WHERE tenant = +? ORDER BY name`},
 		{&st.subscription, `SELECT ` + subCols + ` FROM subscriptions WHERE id = ?`},
 		{&st.subscriptions, `SELECT ` + subCols + ` FROM subscriptions INDEXED BY subscriptions_room
-			WHERE tenant = ? AND room = ? ORDER BY id`},
+			WHERE tenant = +? AND room = +? ORDER BY id`},
 		{&st.roomEvent, `SELECT ` + roomEventCols + ` FROM room_events WHERE id = ?`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
 			WHERE ordered = 1 AND ` + activeSQL + ` AND route = +? AND target = +? ORDER BY id LIMIT 1`},
