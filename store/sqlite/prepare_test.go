@@ -282,3 +282,45 @@ func reads(t *testing.T, s *Store, msgs []*herald.Message, at time.Time) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkLaneTake measures a lane's take, the query a claim runs for
+// each lane it takes from (500 lanes of 10 queued messages each, taken in
+// turn): with its parameters in a unary plus, SQLite runs the prepared
+// statement; without, it compiled it again on every call. On the 2-core
+// VM (2026-11-25, -count 3): 6.4–7.1 µs a take, against 15.0–17.4 µs
+// without the plus.
+func BenchmarkLaneTake(b *testing.B) {
+	s := open(b)
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.SetAdmission(ctx, map[string]herald.Admission{"r": {Concurrency: 2}}); err != nil {
+		b.Fatal(err)
+	}
+	const lanes = 500
+	for i := range 10 * lanes {
+		m := testMessage(fmt.Sprintf("m%06d", i))
+		m.Lane = fmt.Sprintf("lane-%03d", i%lanes)
+		if _, _, err := s.Create(ctx, m, herald.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := time.Now().Add(time.Hour).UnixMilli()
+	err := s.write(ctx, func(tx *wtx) error {
+		i := 0
+		for b.Loop() {
+			rows, err := tx.st.laneTakeIDs.Query("r", fmt.Sprintf("lane-%03d", i%lanes), now, 20)
+			ids, err := collect(rows, err, func(sc rowScanner) (string, error) {
+				var id, tenant string
+				return id, sc.Scan(&id, &tenant)
+			})
+			if err != nil || len(ids) != 10 {
+				return fmt.Errorf("take: %d ids, %v", len(ids), err)
+			}
+			i++
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
