@@ -94,9 +94,11 @@ func (c *Carrier) enqueue(ctx context.Context, m *herald.Message, o options) (he
 // device's other items but an identical downlink with the same expiry
 // (see the package comment).
 func queuedItem(items []*api.DeviceQueueItem, externalID string, item *api.DeviceQueueItem, lost bool) string {
-	for _, it := range items {
-		if !it.GetIsPending() && externalID != "" && it.GetId() == externalID {
-			return externalID
+	if externalID != "" {
+		for _, it := range items {
+			if it.GetId() == externalID && !it.GetIsPending() {
+				return externalID
+			}
 		}
 	}
 	if !lost || item.GetExpiresAt() == nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,7 +96,7 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 		for k, n := range compiled {
 			seen = append(seen, fmt.Sprintf("%s ×%d", k, n))
 		}
-		sort.Strings(seen)
+		slices.Sort(seen)
 		t.Errorf("the third round compiled statements again; what they read and wrote, by step:\n%s", strings.Join(seen, "\n"))
 	}
 }
