@@ -374,6 +374,16 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 }
 
+// Prepare gives the store the gated routes' admission, as Start does
+// first, without starting the engine: the messages sent before Start are
+// then stored as a running engine's are (a benchmark's preload). It does
+// nothing once the store has it.
+func (e *Engine) Prepare(ctx context.Context) error {
+	e.startMu.Lock()
+	defer e.startMu.Unlock()
+	return e.setAdmission(ctx)
+}
+
 // setAdmission gives the store the gated routes' admission, once. The
 // caller holds startMu.
 func (e *Engine) setAdmission(ctx context.Context) error {

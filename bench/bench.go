@@ -100,7 +100,7 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 		return Result{}, err
 	}
 	res := Result{Peer: peer, Workload: w.Name, N: w.N, Producers: w.Producers}
-	if err := setAdmission(ctx, store, w); err != nil {
+	if err := setAdmission(ctx, eng, w); err != nil {
 		return res, err
 	}
 	payload := payload256()
@@ -147,15 +147,15 @@ func Run(ctx context.Context, w Workload, peer string, newStore func() (herald.S
 	return res, nil
 }
 
-// setAdmission gives the store the admission of w's route, when it is
-// gated, as the engine does when it starts: a store that cannot keep it
+// setAdmission has eng give the store the admission of w's route, when
+// it is gated, as it does when it starts: a store that cannot keep it
 // refuses before the preload, and the preloaded messages are stored as a
 // running engine's are (on SQLite, through their lanes).
-func setAdmission(ctx context.Context, store herald.Store, w Workload) error {
+func setAdmission(ctx context.Context, eng *herald.Engine, w Workload) error {
 	if !w.Admission.Gated() {
 		return nil
 	}
-	err := store.SetAdmission(ctx, map[string]herald.Admission{"bench": w.Admission})
+	err := eng.Prepare(ctx)
 	if errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("the store does not keep lane admission, which this workload needs: %w", err)
 	}

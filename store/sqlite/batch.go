@@ -220,12 +220,15 @@ func (w *writer) commit(batch []*request) []*request {
 		answer(batch, err)
 		return nil
 	}
+	w.tx.kept.committed()
 	return batch
 }
 
-// rollback ends the open transaction; SQLite may have ended it already.
+// rollback ends the open transaction, SQLite may have ended it already,
+// and undoes what it changed in the writer's memory.
 func (w *writer) rollback() {
 	_, _ = w.tx.st.rollback.Exec()
+	w.tx.kept.rolledBack()
 }
 
 // isOutcome reports whether err is a request's answer rather than a failure:

@@ -24,7 +24,16 @@ const (
 	gatedFree  = 0 // by Claim, from messages_ready
 	gatedLanes = 1 // by Claim, through its lane (lanes.go)
 	gatedPull  = 2 // by Pull only (rooms.go): the message has Pull set
+	gatedKept  = 3 // by Claim, through its kept route's walk (kept.go)
 )
+
+// gatedCase is the gated column's value for a message of its route, when
+// the JSON arrays gated and kept (SQL parameters) name the gated and the
+// kept routes.
+func gatedCase(gated, kept string) string {
+	return `(CASE WHEN route IN (SELECT value FROM json_each(` + kept + `)) THEN 3
+		WHEN route IN (SELECT value FROM json_each(` + gated + `)) THEN 1 ELSE 0 END)`
+}
 
 // Status expressions, written exactly as in the partial indexes of
 // schema.sql so that queries holding them can use those indexes.

@@ -18,10 +18,13 @@ import (
 const noCap = 1 << 62
 
 // laneCap is how many messages a lane of a route with admission a may
-// have in flight: its ClaimAhead when set, else its Concurrency, else
-// noCap (lanes.cap).
+// have in flight as lanes.cap holds it: 0 for a kept route's (its flights
+// are in memory: kept.go), else its ClaimAhead when set, else its
+// Concurrency, else noCap.
 func laneCap(a herald.Admission) int {
 	switch {
+	case isKept(a):
+		return 0
 	case a.ClaimAhead > 0:
 		return a.ClaimAhead
 	case a.Concurrency > 0:
@@ -33,14 +36,24 @@ func laneCap(a herald.Admission) int {
 // SetAdmission keeps rules for the messages created and claimed from now
 // on, marks the stored active messages of the gated routes as gated (and
 // the others not), and rebuilds every lane's head and in-flight count
-// from the messages, which repairs whatever a bug might have left wrong.
+// from the messages, which repairs whatever a bug might have left wrong:
+// in the lanes' table, and for the kept routes in the writer's memory.
 func (s *Store) SetAdmission(ctx context.Context, rules map[string]herald.Admission) error {
 	for route, a := range rules {
 		if !a.Gated() {
 			delete(rules, route)
 		}
 	}
-	return wrap("set admission", s.write(ctx, func(tx *wtx) error { return tx.setAdmission(maps.Clone(rules)) }))
+	err := s.write(ctx, func(tx *wtx) error { return tx.setAdmission(maps.Clone(rules)) })
+	if err != nil {
+		return wrap("set admission", err)
+	}
+	kept := map[string]bool{}
+	for route, a := range rules {
+		kept[route] = isKept(a)
+	}
+	s.kept.Store(&kept)
+	return nil
 }
 
 func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
@@ -59,17 +72,34 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 	if err != nil {
 		return err
 	}
+	kept := []string{}
+	for _, r := range routes {
+		if isKept(rules[r]) {
+			kept = append(kept, r)
+		}
+	}
+	keptJSON, err := json.Marshal(kept)
+	if err != nil {
+		return err
+	}
 	stmts := []struct {
 		query string
 		args  []any
 	}{
 		{`DELETE FROM lane_caps`, nil},
-		// The active messages of routes no longer gated leave the lanes, and
-		// those of gated routes join them.
-		{`UPDATE messages SET gated = 0 WHERE id IN (` + routesActive(laneQueued, "NOT IN") + `) AND gated = 1`,
-			[]any{string(routesJSON)}},
-		{`UPDATE messages SET gated = 1 WHERE id IN (` + routesActive(readyQueued, "IN") + `) AND gated = 0`,
-			[]any{string(routesJSON)}},
+		// The active messages of routes no longer gated leave the lanes,
+		// those of gated routes join them, and those of kept routes go to
+		// the kept ones' (gated = 3): the QUEUED ones whose index is not
+		// their route's, and the TO_RETRY and in-flight ones.
+		{`UPDATE messages SET gated = ` + gatedCase("?1", "?2") + ` WHERE id IN (
+				SELECT id FROM messages INDEXED BY ` + readyQueued + ` AND route IN (SELECT value FROM json_each(?1))
+				UNION ALL SELECT id FROM messages INDEXED BY ` + laneQueued + `
+					AND (route NOT IN (SELECT value FROM json_each(?1)) OR route IN (SELECT value FROM json_each(?2)))
+				UNION ALL SELECT id FROM messages INDEXED BY ` + keptQueued + ` AND route NOT IN (SELECT value FROM json_each(?2))
+				UNION ALL SELECT id FROM messages INDEXED BY messages_retry WHERE status = 'TO_RETRY'
+				UNION ALL SELECT id FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + `)
+			AND gated != 2 AND gated != ` + gatedCase("?1", "?2"),
+			[]any{string(routesJSON), string(keptJSON)}},
 		{`DELETE FROM lanes WHERE route NOT IN (SELECT value FROM json_each(?1))`, []any{string(routesJSON)}},
 		// Then ordered marks the active messages of the ordered routes' lanes,
 		// and no other: messages_target indexes them by target (an index of
@@ -94,7 +124,9 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 		query string
 		args  []any
 	}{
-		{`UPDATE lanes SET head_id = '', head_prio = 0, inflight = 0, ready_at = 0,
+		// A lane stays parked while it is paused; the next claim parks it
+		// again for its spacing or buckets.
+		{`UPDATE lanes SET head_id = '', head_prio = 0, inflight = 0, ready_at = paused_until, held = 0,
 			cap = (SELECT cap FROM lane_caps c WHERE c.route = lanes.route)`, nil},
 		{`INSERT INTO lanes (route, lane, inflight, cap)
 			SELECT route, lane, COUNT(*), (SELECT cap FROM lane_caps c WHERE c.route = m.route)
@@ -122,15 +154,17 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 		}
 	}
 	tx.rules = rules
-	tx.gatedJSON, tx.orderedJSON = string(routesJSON), string(orderedJSON)
-	return nil
+	tx.gatedJSON, tx.orderedJSON, tx.keptJSON = string(routesJSON), string(orderedJSON), string(keptJSON)
+	return tx.recount()
 }
 
-// The QUEUED messages of gated routes (laneQueued) and of the others
-// (readyQueued), as routesActive walks them: a partial index and its terms.
+// The QUEUED messages of gated routes (laneQueued), of the others
+// (readyQueued) and of the kept routes (keptQueued, kept.go), as
+// routesActive walks them: a partial index and its terms.
 const (
 	laneQueued  = `messages_lane WHERE status = 'QUEUED' AND gated = 1`
 	readyQueued = `messages_ready WHERE status = 'QUEUED' AND gated = 0`
+	keptQueued  = `messages_kept WHERE status = 'QUEUED' AND gated = 3`
 )
 
 // routesActive returns a SELECT of the ids of the active messages, but
@@ -146,18 +180,25 @@ func routesActive(queued, op string) string {
 		UNION ALL SELECT id FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + routes
 }
 
-// gated returns 1 when route is gated, 0 otherwise, as the gated column
-// holds it.
+// gated returns the gated column's value for a message of route:
+// gatedKept, gatedLanes or gatedFree.
 func (tx *wtx) gated(route string) int {
-	if _, ok := tx.rules[route]; ok {
+	if a, ok := tx.rules[route]; ok {
+		if isKept(a) {
+			return gatedKept
+		}
 		return gatedLanes
 	}
 	return gatedFree
 }
 
-// pause pauses the lane of message id, when it is gated, until until.
-func (tx *wtx) pause(id string, until time.Time, reason string) error {
-	_, err := tx.st.pauseLane.Exec(id, unixms.From(until), reason)
+// pause pauses lane (route, lane) until until, making its row if need be
+// (a kept route's lane has none until it is paused or its circuit counts).
+func (tx *wtx) pause(route, lane string, until time.Time, reason string) error {
+	if _, err := tx.st.ensureLane.Exec(route, lane); err != nil {
+		return err
+	}
+	_, err := tx.st.pauseLane.Exec(route, lane, unixms.From(until), reason)
 	return err
 }
 
@@ -185,7 +226,8 @@ type laneRow struct {
 
 // pickGated returns the ids of the gated messages that their lanes admit
 // at c.Now, at most c.GatedLimit: lanes in the order of their first
-// message, each admitting what its limits allow. Lanes held back by time
+// message, each admitting what its limits allow, then the kept routes'
+// messages (pickKept). Lanes held back by time
 // (spacing, pause, an empty bucket) are parked until then, so that the
 // next claims skip them; full lanes are out of lanes_ready until a slot
 // frees. It updates the lanes' spacing and buckets, the tenants' and the
@@ -244,6 +286,11 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			break
 		}
 	}
+	kept, err := tx.pickKept(c, limit-len(picked))
+	if err != nil {
+		return nil, nil, err
+	}
+	picked = append(picked, kept...)
 	for key, b := range buckets {
 		if !b.drawn {
 			continue
@@ -444,8 +491,13 @@ func (tx *wtx) reportCircuit(r herald.CircuitReport) (herald.CircuitChange, erro
 		cool     int64
 	)
 	err := tx.st.laneCircuit.QueryRow(r.Route, r.Lane).Scan(&failures, &circuit, &cool)
-	if errors.Is(err, sql.ErrNoRows) {
-		return herald.CircuitChange{}, nil
+	if errors.Is(err, sql.ErrNoRows) { // a kept route's lane has no row until it needs one
+		if !r.Failed {
+			return herald.CircuitChange{}, nil
+		}
+		if _, err = tx.st.ensureLane.Exec(r.Route, r.Lane); err != nil {
+			return herald.CircuitChange{}, err
+		}
 	}
 	if err != nil {
 		return herald.CircuitChange{}, err
@@ -528,8 +580,8 @@ func (tx *wtx) bucket(buckets map[bucketKey]*claimBucket, rate herald.Rate, key 
 // Lane returns the state of route's lane, tenant's bucket on route and
 // route's own bucket.
 func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
-	st, inflight, err := s.laneState(ctx, route, lane, tenant)
-	if err != nil || inflight == 0 {
+	st, err := s.laneState(ctx, route, lane, tenant)
+	if err != nil {
 		return st, err
 	}
 	rows, err := s.rs.laneInFlight.QueryContext(ctx, route, lane)
@@ -542,33 +594,35 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 	return st, nil
 }
 
-// laneState is Lane but for the ids of the lane's messages in flight, of
-// which it returns the count its row holds.
-func (s *Store) laneState(ctx context.Context, route, lane, tenant string) (herald.LaneState, int, error) {
+// laneState is Lane but for the ids of the lane's messages in flight.
+func (s *Store) laneState(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
 	st := herald.LaneState{Route: route, Lane: lane}
 	var nextAt, tokensAt, paused int64
-	var inflight int
-	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason, &st.Circuit, &st.Failures, &inflight)
+	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason, &st.Circuit, &st.Failures)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return st, 0, wrap("lane", err)
+		return st, wrap("lane", err)
 	}
 	st.NextAt, st.TokensAt, st.PausedUntil = unixms.Time(nextAt), unixms.Time(tokensAt), unixms.Time(paused)
-	if err := s.rs.laneQueued.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
-		return st, 0, wrap("lane", err)
+	queued := s.rs.laneQueued
+	if kept := s.kept.Load(); kept != nil && (*kept)[route] {
+		queued = s.rs.keptLaneQueued
+	}
+	if err := queued.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
+		return st, wrap("lane", err)
 	}
 	tokensAt = 0 // a bucket never drawn from has no row: full
 	err = s.rs.tenantBucket.QueryRowContext(ctx, route, tenant).Scan(&st.TenantTokens, &tokensAt)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return st, 0, wrap("lane", err)
+		return st, wrap("lane", err)
 	}
 	st.TenantTokensAt = unixms.Time(tokensAt)
 	tokensAt = 0
 	err = s.rs.routeBucket.QueryRowContext(ctx, route).Scan(&st.RouteTokens, &tokensAt)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return st, 0, wrap("lane", err)
+		return st, wrap("lane", err)
 	}
 	st.RouteTokensAt = unixms.Time(tokensAt)
-	return st, inflight, nil
+	return st, nil
 }
 
 // FirstActive returns the oldest message of route and target that is not
@@ -599,18 +653,16 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 		return nil, wrap("lanes", err)
 	}
 	out := make([]herald.LaneState, 0, len(found))
-	flying := map[herald.LaneRef]int{} // out's index of each lane with messages in flight
+	index := make(map[herald.LaneRef]int, len(found)) // each lane's in out
 	for _, b := range found {
-		l, inflight, err := s.laneState(ctx, b.route, b.lane, "")
+		l, err := s.laneState(ctx, b.route, b.lane, "")
 		if err != nil {
 			return nil, err
 		}
-		if inflight > 0 {
-			flying[herald.LaneRef{Route: b.route, Lane: b.lane}] = len(out)
-		}
+		index[herald.LaneRef{Route: b.route, Lane: b.lane}] = len(out)
 		out = append(out, l)
 	}
-	if len(flying) == 0 {
+	if len(out) == 0 {
 		return out, nil
 	}
 	// The ids in flight of all those lanes, from one walk of the messages
@@ -628,7 +680,7 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 		return nil, wrap("lanes", err)
 	}
 	for _, f := range flights {
-		if i, ok := flying[f.lane]; ok {
+		if i, ok := index[f.lane]; ok {
 			out[i].InFlight = append(out[i].InFlight, f.id)
 		}
 	}

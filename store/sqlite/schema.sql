@@ -49,17 +49,22 @@ CREATE TABLE IF NOT EXISTS messages (
 -- the messages of routes that are not gated.
 CREATE INDEX IF NOT EXISTS messages_ready ON messages (priority DESC, id, due_at, route)
 	WHERE status = 'QUEUED' AND gated = 0;
--- The QUEUED messages of gated routes, by lane in claim order.
+-- The QUEUED messages of gated routes but the kept ones, by lane in claim
+-- order.
 CREATE INDEX IF NOT EXISTS messages_lane ON messages (route, lane, priority DESC, id, due_at)
 	WHERE status = 'QUEUED' AND gated = 1;
+-- The QUEUED messages of kept routes (gated = 3) in claim order, across
+-- their lanes (kept.go); they are in no index by lane.
+CREATE INDEX IF NOT EXISTS messages_kept ON messages (priority DESC, id, due_at, route, lane)
+	WHERE status = 'QUEUED' AND gated = 3;
 -- Release.
 CREATE INDEX IF NOT EXISTS messages_retry ON messages (due_at, route)
 	WHERE status = 'TO_RETRY';
 -- Overdue: in-flight deadlines, expiries, polls.
 CREATE INDEX IF NOT EXISTS messages_inflight ON messages (deadline, route)
 	WHERE (status = 'SENT_TO_NS' OR status = 'DELIVERED_TO_NS' OR status = 'SENT_TO_DEVICE');
--- Together, ready, lane, retry and inflight hold every active message and
--- its route: ActiveRoutes reads them.
+-- Together, ready, lane, kept, pull, retry and inflight hold every active
+-- message and its route: ActiveRoutes reads them.
 CREATE INDEX IF NOT EXISTS messages_expiry ON messages (expires_at)
 	WHERE expires_at > 0 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
 CREATE INDEX IF NOT EXISTS messages_poll ON messages (due_at)
@@ -160,14 +165,17 @@ CREATE INDEX IF NOT EXISTS events_due ON events (due_at) WHERE dead = 0;
 -- lanes is the state of each lane of a gated route. The triggers below and
 -- the statements that change a message's status keep head_* and inflight
 -- in step with the messages in the same transaction; SetAdmission recounts
--- them. The claim (claim.go) reads and writes the rest.
+-- them. The claim (claim.go) reads and writes the rest. The lanes of kept
+-- routes keep their flights, QUEUED count and owner in the writer's memory
+-- instead (kept.go): one has a row only once it is paused or its circuit
+-- counts, with cap 0, which keeps it out of lanes_ready.
 CREATE TABLE IF NOT EXISTS lanes (
 	route        TEXT NOT NULL,
 	lane         TEXT NOT NULL,
 	head_prio    INTEGER NOT NULL DEFAULT 0,  -- the lane's first QUEUED message: priority
 	head_id      TEXT NOT NULL DEFAULT '',    -- and id; '' when none
 	inflight     INTEGER NOT NULL DEFAULT 0,  -- messages in flight
-	cap          INTEGER NOT NULL,            -- the route's concurrency (its ClaimAhead when set); 2^62 for none
+	cap          INTEGER NOT NULL,            -- the route's concurrency; 2^62 for none; 0 for a kept route's (kept.go)
 	ready_at     INTEGER NOT NULL DEFAULT 0,  -- parked until then (spacing, bucket, pause); 0: not parked
 	held         INTEGER NOT NULL DEFAULT 0,  -- 1: parked because it admitted nothing else (see lanes.go)
 	next_at      INTEGER NOT NULL DEFAULT 0,  -- spacing: the earliest next dispatch
@@ -179,13 +187,16 @@ CREATE TABLE IF NOT EXISTS lanes (
 	circuit      TEXT NOT NULL DEFAULT '',    -- '' closed, 'open', 'probing' (a probe is out)
 	cool         INTEGER NOT NULL DEFAULT 0,  -- the circuit's current cool-down, ms
 	circuit_at   INTEGER NOT NULL DEFAULT 0,  -- the circuit's last failure counted
-	owner        TEXT NOT NULL DEFAULT '',    -- ClaimAhead: the node whose claim took the messages in flight
+	owner        TEXT NOT NULL DEFAULT '',    -- ClaimAhead (ordered): the node whose claim took the messages in flight
 	PRIMARY KEY (route, lane)
 ) WITHOUT ROWID;
 -- The lanes a claim may take from, in claim order.
 CREATE INDEX IF NOT EXISTS lanes_ready ON lanes (head_prio DESC, head_id)
 	WHERE head_id != '' AND ready_at = 0 AND inflight < cap;
 CREATE INDEX IF NOT EXISTS lanes_parked ON lanes (ready_at) WHERE ready_at > 0;
+-- The lanes of kept routes that a claim passes over (paused) or takes one
+-- message of (a circuit's probe).
+CREATE INDEX IF NOT EXISTS lanes_kept_held ON lanes (route, lane) WHERE cap = 0 AND (ready_at > 0 OR circuit != '');
 
 -- lane_caps holds each gated route's cap, as lanes.cap, for the
 -- triggers that make a lane's row.

@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 
@@ -40,6 +42,10 @@ type Store struct {
 	w    *writer
 	read *sql.DB
 	rs   *readStmts
+	// kept names the kept routes (kept.go), as of the last SetAdmission,
+	// for the reads of their lanes.
+	kept atomic.Pointer[map[string]bool]
+	lock *os.File // lockDatabase's
 
 	mu     sync.RWMutex // guards closed against write submissions
 	closed bool
@@ -55,13 +61,19 @@ func Open(dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := lockDatabase(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite open: %w", err)
+	}
 	w, err := openWriter(path, durable)
 	if err != nil {
+		unlock(lock)
 		return nil, err
 	}
 	read, err := sql.Open("sqlite3", path+"?_busy_timeout=5000&_query_only=1&_stmt_cache_size=32")
 	if err != nil {
 		w.close()
+		unlock(lock)
 		return nil, fmt.Errorf("sqlite open: %w", err)
 	}
 	n := 2 * runtime.GOMAXPROCS(0)
@@ -71,9 +83,18 @@ func Open(dsn string) (*Store, error) {
 	if err != nil {
 		read.Close()
 		w.close()
+		unlock(lock)
 		return nil, fmt.Errorf("sqlite open: %w", err)
 	}
-	return &Store{w: w, read: read, rs: rs}, nil
+	return &Store{w: w, read: read, rs: rs, lock: lock}, nil
+}
+
+// unlock releases the lock of lockDatabase.
+func unlock(lock *os.File) error {
+	if lock == nil {
+		return nil
+	}
+	return lock.Close()
 }
 
 // parseDSN splits dsn into the file path and whether every commit must be
@@ -162,5 +183,5 @@ func (s *Store) Close() error {
 	if err := s.read.Close(); rerr == nil {
 		rerr = err
 	}
-	return wrap("close", errors.Join(werr, rerr))
+	return wrap("close", errors.Join(werr, rerr, unlock(s.lock)))
 }

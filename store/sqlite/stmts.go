@@ -35,6 +35,8 @@ type writeStmts struct {
 	unparkLanes, readyLanes, laneTake, laneTakeIDs, laneTakeOrdered *sql.Stmt
 	parkLane, holdLane, laneDispatched, laneProbe, lanesClaimed     *sql.Stmt
 	laneFlights                                                     *sql.Stmt
+	keptFlights, keptQueued, keptHolds, keptWalk                    *sql.Stmt
+	keptSeekBand, keptSeekBelow, keptWindowEnd, ensureLane          *sql.Stmt
 	laneCircuit, circuitOpen, circuitClose, circuitCount            *sql.Stmt
 	pauseLane, tenantBucket, saveTenantBucket                       *sql.Stmt
 	routeBucket, saveRouteBucket                                    *sql.Stmt
@@ -56,6 +58,7 @@ type readStmts struct {
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, lanesInFlight *sql.Stmt
+	keptLaneQueued                                *sql.Stmt
 	tenantBucket, busiestLanes                    *sql.Stmt
 
 	// The rooms' (rooms.go).
@@ -119,13 +122,13 @@ func (st *writeStmts) defs() []stmtDef {
 				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
 				attempt = CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
-				gated = CASE WHEN ?16 AND gated != 2 THEN route IN (SELECT value FROM json_each(?17)) ELSE gated END,
+				gated = CASE WHEN ?16 AND gated != 2 THEN ` + gatedCase("?17", "?19") + ` ELSE gated END,
 				ordered = CASE WHEN ?16 AND gated != 2 THEN route IN (SELECT value FROM json_each(?18)) ELSE ordered END,
 				updated_at = CASE WHEN ?13 THEN ?2 ELSE updated_at END,
 				seq = seq + ?13,
 				timeline = CASE WHEN ?13 THEN timeline || (CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END) || ?14 ELSE timeline END
 			WHERE id = ?10 AND status = CAST(?11 AS TEXT) AND (CAST(?12 AS INTEGER) = 0 OR lease = CAST(?12 AS INTEGER))
-			RETURNING seq, gated, route, lane`},
+			RETURNING seq, gated, route, lane, priority`},
 		{&st.selectRetry, `SELECT id, due_at FROM messages INDEXED BY messages_retry
 			WHERE status = 'TO_RETRY' AND due_at <= ? ORDER BY due_at LIMIT CAST(? AS INTEGER)`},
 		{&st.purge, `DELETE FROM messages INDEXED BY messages_failed
@@ -184,6 +187,41 @@ func (st *writeStmts) defs() []stmtDef {
 						AND o.route = m.route AND o.target = m.target AND o.id < m.id)
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		{&st.parkLane, `UPDATE lanes SET ready_at = ?3 WHERE route = ?1 AND lane = ?2`},
+		// The kept routes' messages in flight, and QUEUED, by lane
+		// (kept.go): each lane's count and greatest priority.
+		{&st.keptFlights, `SELECT route, lane, COUNT(*), 0 FROM messages INDEXED BY messages_inflight
+			WHERE gated = 3 AND ` + inFlightSQL + ` GROUP BY route, lane`},
+		{&st.keptQueued, `SELECT route, lane, COUNT(*), MAX(priority) FROM messages INDEXED BY messages_kept
+			WHERE status = 'QUEUED' AND gated = 3 GROUP BY route, lane`},
+		// The kept routes' lanes that are parked, or that have a circuit.
+		{&st.keptHolds, `SELECT route, lane, ready_at > 0, circuit != '' FROM lanes INDEXED BY lanes_kept_held
+			WHERE cap = 0 AND (ready_at > 0 OR circuit != '')`},
+		// The kept routes' messages due at ?1 in claim order, up to ?2.
+		{&st.keptWalk, `SELECT id, priority, route, lane FROM messages INDEXED BY messages_kept
+			WHERE status = 'QUEUED' AND gated = 3 AND due_at <= ?1
+			ORDER BY priority DESC, id LIMIT CAST(?2 AS INTEGER)`},
+		// A lane's messages due at ?4 among the ?3 kept messages of
+		// priority ?1 from id ?2 on, up to ?7; and among the ?2 of
+		// priorities below ?1, up to ?6.
+		{&st.keptSeekBand, `SELECT id, priority, route, lane FROM (
+				SELECT id, priority, route, lane, due_at FROM messages INDEXED BY messages_kept
+				WHERE status = 'QUEUED' AND gated = 3 AND priority = +?1 AND id >= +?2
+				ORDER BY id LIMIT CAST(?3 AS INTEGER))
+			WHERE due_at <= ?4 AND route = ?5 AND lane = ?6 ORDER BY id LIMIT CAST(?7 AS INTEGER)`},
+		{&st.keptSeekBelow, `SELECT id, priority, route, lane FROM (
+				SELECT id, priority, route, lane, due_at FROM messages INDEXED BY messages_kept
+				WHERE status = 'QUEUED' AND gated = 3 AND priority < +?1
+				ORDER BY priority DESC, id LIMIT CAST(?2 AS INTEGER))
+			WHERE due_at <= ?3 AND route = ?4 AND lane = ?5 ORDER BY priority DESC, id LIMIT CAST(?6 AS INTEGER)`},
+		// The ?3-th kept message of priority ?1 from id ?2 on.
+		{&st.keptWindowEnd, `SELECT id, priority FROM messages INDEXED BY messages_kept
+			WHERE status = 'QUEUED' AND gated = 3 AND priority = +?1 AND id >= +?2
+			ORDER BY id LIMIT 1 OFFSET CAST(?3 AS INTEGER)`},
+		// A lane's row, for a kept route's lane (which the triggers do not
+		// make), before its pause or circuit is written.
+		{&st.ensureLane, `INSERT INTO lanes (route, lane, cap)
+			VALUES (?1, ?2, COALESCE((SELECT cap FROM lane_caps WHERE route = ?1), 4611686018427387904))
+			ON CONFLICT (route, lane) DO NOTHING`},
 		// The lanes a claim took from, [route, lane, taken] each in the
 		// JSON array ?1, by node ?2: one statement for them all.
 		{&st.lanesClaimed, `UPDATE lanes SET inflight = inflight + t.n, owner = ?2,
@@ -222,11 +260,10 @@ func (st *writeStmts) defs() []stmtDef {
 			WHERE route = ?1 AND lane = ?2`},
 		{&st.circuitCount, `UPDATE lanes SET failures = ?3, circuit_at = MAX(circuit_at, ?4) WHERE route = ?1 AND lane = ?2`},
 		// A pause never shortens the one in force; the longer one's reason stays.
-		{&st.pauseLane, `UPDATE lanes SET paused_until = MAX(paused_until, ?2),
-				pause_reason = CASE WHEN ?2 >= paused_until THEN ?3 ELSE pause_reason END,
-				ready_at = MAX(ready_at, ?2)
-			WHERE route = (SELECT route FROM messages WHERE id = ?1 AND gated = 1)
-				AND lane = (SELECT lane FROM messages WHERE id = ?1)`},
+		{&st.pauseLane, `UPDATE lanes SET paused_until = MAX(paused_until, ?3),
+				pause_reason = CASE WHEN ?3 >= paused_until THEN ?4 ELSE pause_reason END,
+				ready_at = MAX(ready_at, ?3)
+			WHERE route = ?1 AND lane = ?2`},
 		{&st.insertRoom, `INSERT INTO rooms (` + roomCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, name) DO NOTHING`},
 		{&st.roomRevision, `SELECT revision FROM rooms WHERE tenant = ? AND name = ?`},
@@ -278,6 +315,7 @@ func (st *readStmts) defs() []stmtDef {
 		// Every active message is in one of ready, lane, pull, retry and inflight.
 		{&st.activeRoutes, `SELECT route FROM messages INDEXED BY messages_ready WHERE status = 'QUEUED' AND gated = 0
 			UNION SELECT route FROM messages INDEXED BY messages_lane WHERE status = 'QUEUED' AND gated = 1
+			UNION SELECT route FROM messages INDEXED BY messages_kept WHERE status = 'QUEUED' AND gated = 3
 			UNION SELECT route FROM messages INDEXED BY messages_pull WHERE status = 'QUEUED' AND gated = 2
 			UNION SELECT route FROM messages INDEXED BY messages_retry WHERE status = 'TO_RETRY'
 			UNION SELECT route FROM messages INDEXED BY messages_inflight WHERE ` + inFlightSQL + `
@@ -295,16 +333,19 @@ func (st *readStmts) defs() []stmtDef {
 					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
 		{&st.laneCircuit, `SELECT failures, circuit FROM lanes WHERE route = ? AND lane = ?`},
-		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures, inflight FROM lanes WHERE route = ? AND lane = ?`},
+		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = ? AND lane = ?`},
+		// A kept route's lane: its messages are in no index by lane.
+		{&st.keptLaneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_kept
+			WHERE status = 'QUEUED' AND gated = 3 AND route = +? AND lane = +?`},
 		// The messages in flight of one lane, or of every lane of a route
 		// ('' for every route): no index orders them by lane, so each walks
 		// every message in flight.
 		{&st.laneInFlight, `SELECT id FROM messages INDEXED BY messages_inflight
-			WHERE gated = 1 AND ` + inFlightSQL + ` AND route = +? AND lane = +? ORDER BY id`},
+			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND route = +? AND lane = +? ORDER BY id`},
 		{&st.lanesInFlight, `SELECT route, lane, id FROM messages INDEXED BY messages_inflight
-			WHERE gated = 1 AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) ORDER BY id`},
+			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
 		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation
@@ -317,11 +358,15 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.roomEvent, `SELECT ` + roomEventCols + ` FROM room_events WHERE id = ?`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
 			WHERE ordered = 1 AND ` + activeSQL + ` AND route = +? AND target = +? ORDER BY id LIMIT 1`},
-		// Busiest first: queued plus in flight.
+		// Busiest first: queued plus in flight (counted from the messages:
+		// the kept routes' lanes keep theirs in the writer's memory).
 		{&st.busiestLanes, `SELECT route, lane FROM (
 				SELECT route, lane, COUNT(*) AS n FROM messages INDEXED BY messages_lane
 					WHERE status = 'QUEUED' AND gated = 1 AND (?1 = '' OR route = ?1) GROUP BY route, lane
-				UNION ALL SELECT route, lane, inflight FROM lanes WHERE ?1 = '' OR route = ?1)
+				UNION ALL SELECT route, lane, COUNT(*) FROM messages INDEXED BY messages_kept
+					WHERE status = 'QUEUED' AND gated = 3 AND (?1 = '' OR route = ?1) GROUP BY route, lane
+				UNION ALL SELECT route, lane, COUNT(*) FROM messages INDEXED BY messages_inflight
+					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) GROUP BY route, lane)
 			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
 	}
 }

@@ -47,13 +47,14 @@ func (tx *wtx) transition(t herald.Transition) error {
 	var (
 		seq, gated  int
 		route, lane string
+		prio        int64
 	)
 	err := tx.st.transition.QueryRow(
 		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
-		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON,
-	).Scan(&seq, &gated, &route, &lane)
+		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON, tx.keptJSON,
+	).Scan(&seq, &gated, &route, &lane, &prio)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)
 	}
@@ -61,12 +62,12 @@ func (tx *wtx) transition(t herald.Transition) error {
 		return err
 	}
 	var flights laneFlights
-	flights.add(gated, route, lane, t.From, t.To)
+	flights.add(gated, route, lane, keptKey{prio, t.ID}, t.From, t.To)
 	if err := tx.recordFlights(flights); err != nil {
 		return err
 	}
-	if !t.PauseUntil.IsZero() {
-		if err := tx.pause(t.ID, t.PauseUntil, t.PauseReason); err != nil {
+	if !t.PauseUntil.IsZero() && (gated == gatedLanes || gated == gatedKept) {
+		if err := tx.pause(route, lane, t.PauseUntil, t.PauseReason); err != nil {
 			return err
 		}
 	}
@@ -110,10 +111,11 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 	type applied struct {
 		id, route, lane string
 		seq, gated      int
+		prio            int64
 	}
 	done, err := collect(rows, err, func(sc rowScanner) (applied, error) {
 		var a applied
-		err := sc.Scan(&a.id, &a.seq, &a.gated, &a.route, &a.lane)
+		err := sc.Scan(&a.id, &a.seq, &a.gated, &a.route, &a.lane, &a.prio)
 		return a, err
 	})
 	if err != nil {
@@ -136,7 +138,7 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 		if t.To == t.From {
 			continue
 		}
-		flights.add(a.gated, a.route, a.lane, t.From, t.To)
+		flights.add(a.gated, a.route, a.lane, keptKey{a.prio, a.id}, t.From, t.To)
 		if err := tx.notify(t, a.seq); err != nil {
 			return nil, err
 		}
@@ -147,47 +149,70 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 // laneFlights gathers, per lane of a gated route, how many flights the
 // transitions of a statement started (positive) or ended (negative), and
 // whether one of them ended its message: the lanes' table records them
-// once per lane (recordFlights), in the same transaction.
+// once per lane (recordFlights), in the same transaction. A kept route's
+// lane counts its QUEUED messages too, for the writer's memory (kept.go).
 type laneFlights map[herald.LaneRef]*laneFlight
 
 // laneFlight is what transitions did to the slots of one lane.
 type laneFlight struct {
 	delta int  // flights started less flights ended
 	ended bool // a message became terminal: a held lane may admit again
+	kept  bool // the lane is a kept route's
+	// queued counts the messages that became QUEUED less those that left
+	// it, and requeued is where the first of those that became QUEUED
+	// is, on a kept route's lane.
+	queued   int
+	requeued keptKey
 }
 
-// add counts the change of status from, to of a message of lane (route,
-// lane), gated as its column says. A claim (QUEUED to SENT_TO_NS) is not
-// counted: claimedFrom records it.
-func (f *laneFlights) add(gated int, route, lane string, from, to herald.Status) {
-	if gated != gatedLanes || from == to || (from == herald.StatusQueued && to == herald.StatusSentToNS) {
+// add counts the change of status from, to of the message at key of lane
+// (route, lane), gated as its column says. A claim (QUEUED to SENT_TO_NS)
+// is not counted: claimedFrom and pickKept record it.
+func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to herald.Status) {
+	if (gated != gatedLanes && gated != gatedKept) || from == to || (from == herald.StatusQueued && to == herald.StatusSentToNS) {
 		return
 	}
 	delta := boolInt(to.InFlight()) - boolInt(from.InFlight())
-	if delta == 0 && !to.Terminal() {
+	queued := 0
+	if gated == gatedKept {
+		queued = boolInt(to == herald.StatusQueued) - boolInt(from == herald.StatusQueued)
+	}
+	if delta == 0 && queued == 0 && !to.Terminal() {
 		return
 	}
 	if *f == nil {
 		*f = laneFlights{}
 	}
-	key := herald.LaneRef{Route: route, Lane: lane}
-	l := (*f)[key]
+	ref := herald.LaneRef{Route: route, Lane: lane}
+	l := (*f)[ref]
 	if l == nil {
-		l = &laneFlight{}
-		(*f)[key] = l
+		l = &laneFlight{kept: gated == gatedKept}
+		(*f)[ref] = l
+	}
+	if queued > 0 && (l.requeued == keptKey{} || key.before(l.requeued)) {
+		l.requeued = key
 	}
 	l.delta += delta
+	l.queued += queued
 	l.ended = l.ended || to.Terminal()
 }
 
-// recordFlights records flights in the lanes' table, with one statement.
+// recordFlights records flights in the lanes' table, with one statement,
+// and those of kept routes' lanes in the writer's memory (kept.go).
 func (tx *wtx) recordFlights(flights laneFlights) error {
 	if len(flights) == 0 {
 		return nil
 	}
 	rows := make([][4]any, 0, len(flights))
-	for key, l := range flights {
-		rows = append(rows, [4]any{key.Route, key.Lane, l.delta, l.ended})
+	for ref, l := range flights {
+		if l.kept {
+			tx.kept.changed(ref, l.delta, l.queued, l.requeued)
+			continue
+		}
+		rows = append(rows, [4]any{ref.Route, ref.Lane, l.delta, l.ended})
+	}
+	if len(rows) == 0 {
+		return nil
 	}
 	rowsJSON, err := json.Marshal(rows)
 	if err != nil {
@@ -242,7 +267,7 @@ func transitionsSQL(n int) string {
 			timeline = CASE WHEN v_moved THEN timeline || (CASE WHEN v_reset THEN 0 ELSE attempt END) || v_tail ELSE timeline END
 		FROM v
 		WHERE messages.id = v_id AND messages.status = v_from AND (v_lease = 0 OR messages.lease = v_lease)
-		RETURNING id, seq, gated, route, lane`)
+		RETURNING id, seq, gated, route, lane, priority`)
 	return b.String()
 }
 

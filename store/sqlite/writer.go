@@ -49,6 +49,10 @@ type wtx struct {
 	// before SetAdmission).
 	rules                  map[string]herald.Admission
 	gatedJSON, orderedJSON string
+	// keptJSON names the kept routes (kept.go) as a JSON array, whose
+	// lanes' flights kept holds.
+	keptJSON string
+	kept     *keptLanes
 }
 
 // openWriter opens the read-write connection to the database at path,
@@ -109,7 +113,7 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 		return err
 	}
 	// A random start keeps leases distinct across processes and restarts.
-	w.tx = &wtx{conn: conn, st: st, lease: int64(binary.BigEndian.Uint64(seed[:]) >> 2), gatedJSON: "[]", orderedJSON: "[]"}
+	w.tx = &wtx{conn: conn, st: st, lease: int64(binary.BigEndian.Uint64(seed[:]) >> 2), gatedJSON: "[]", orderedJSON: "[]", keptJSON: "[]", kept: newKeptLanes()}
 	if !durable {
 		return nil
 	}

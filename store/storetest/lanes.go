@@ -244,9 +244,9 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	t.Run("FloodedLaneKeepsNoneBack", func(t *testing.T) {
+	eachKeeper(t, "FloodedLaneKeepsNoneBack", func(t *testing.T, keep keeper) {
 		h := open(t)
-		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		h.admit(map[string]herald.Admission{"g": keep(herald.Admission{Concurrency: 1})})
 		h.createN("g", "A", 2000)
 		b := h.createN("g", "B", 1)[0]
 		first := h.claimGated(t0, 10)
@@ -305,9 +305,9 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	t.Run("PauseAndUndoAttempt", func(t *testing.T) {
+	eachKeeper(t, "PauseAndUndoAttempt", func(t *testing.T, keep keeper) {
 		h := open(t)
-		h.admit(map[string]herald.Admission{"g": {Concurrency: 5}})
+		h.admit(map[string]herald.Admission{"g": keep(herald.Admission{Concurrency: 5})})
 		msgs := h.createN("g", "A", 2)
 		first := h.claimGated(t0, 1)[0]
 		h.transition(herald.Transition{ID: first.ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, Lease: first.Lease,
@@ -332,12 +332,12 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	t.Run("AppliesToStoredMessages", func(t *testing.T) {
+	eachKeeper(t, "AppliesToStoredMessages", func(t *testing.T, keep keeper) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{})
 		msgs := h.createN("g", "A", 4)
 		h.walk(msgs[0].ID, t0, herald.StatusQueued, herald.StatusSentToNS) // in flight before the rules came
-		h.admit(map[string]herald.Admission{"g": {Concurrency: 2}})
+		h.admit(map[string]herald.Admission{"g": keep(herald.Admission{Concurrency: 2})})
 		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{msgs[1].ID}) {
 			t.Errorf("claim = %v, want only %s: the one in flight counts", ids(got), msgs[1].ID)
 		}
@@ -354,7 +354,36 @@ func testLanes(t *testing.T, open opener) {
 
 	// Rules for a route with messages stored in several lanes find each
 	// lane's first message: its highest priority, then its oldest.
-	t.Run("AppliesToStoredLanes", func(t *testing.T) {
+	// A route's concurrency kept by the claims, then by the dispatching
+	// node (ClaimAhead), then by the claims again: the messages in flight
+	// count across each change.
+	t.Run("KeeperChanges", func(t *testing.T) {
+		h := open(t)
+		byClaims, byNode := herald.Admission{Concurrency: 2}, herald.Admission{Concurrency: 2, ClaimAhead: 2}
+		h.admit(map[string]herald.Admission{"g": byClaims})
+		msgs := h.createN("g", "A", 6)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(msgs[:2])) {
+			t.Fatalf("claim = %v, want %v", ids(got), ids(msgs[:2]))
+		}
+		h.admit(map[string]herald.Admission{"g": byNode})
+		if got := h.claimGated(t0, 10); len(got) != 0 {
+			t.Fatalf("claim with ClaimAhead and 2 in flight = %v, want none", ids(got))
+		}
+		h.walk(msgs[0].ID, t0, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(msgs[2:3])) {
+			t.Fatalf("claim with ClaimAhead after one ended = %v, want %v", ids(got), ids(msgs[2:3]))
+		}
+		h.admit(map[string]herald.Admission{"g": byClaims})
+		if got := h.claimGated(t0, 10); len(got) != 0 {
+			t.Fatalf("claim without ClaimAhead and 2 in flight = %v, want none", ids(got))
+		}
+		h.walk(msgs[1].ID, t0, herald.StatusSentToNS, herald.StatusToRetry)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(msgs[3:4])) {
+			t.Fatalf("claim without ClaimAhead after one ended = %v, want %v", ids(got), ids(msgs[3:4]))
+		}
+	})
+
+	eachKeeper(t, "AppliesToStoredLanes", func(t *testing.T, keep keeper) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{})
 		create := func(lane string, prio int) *herald.Message {
@@ -366,7 +395,7 @@ func testLanes(t *testing.T, open opener) {
 		aHigh := create("A", 5)
 		bOld, _ := create("B", 1), create("B", 1)
 		c := create("C", 3)
-		h.admit(map[string]herald.Admission{"g": {Concurrency: 1}})
+		h.admit(map[string]herald.Admission{"g": keep(herald.Admission{Concurrency: 1})})
 		var got []string
 		for range 3 { // one at a time: the lanes in their order
 			got = append(got, ids(h.claimGated(t0, 1))...)
@@ -463,10 +492,10 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	t.Run("Circuit", func(t *testing.T) {
+	eachKeeper(t, "Circuit", func(t *testing.T, keep keeper) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{
-			"c":     {Circuit: herald.Circuit{Failures: 3, CoolDown: 10 * time.Second}},
+			"c":     keep(herald.Admission{Circuit: herald.Circuit{Failures: 3, CoolDown: 10 * time.Second}}),
 			"plain": {Concurrency: 5},
 		})
 		h.createN("c", "A", 6)
@@ -603,6 +632,26 @@ func testLanes(t *testing.T, open opener) {
 		if err != nil || len(some) != 1 || some[0].Lane != "B" || len(some[0].InFlight) != 1 {
 			t.Errorf("Lanes(g, 1) = %+v, %v; want lane B, its one message in flight", some, err)
 		}
+	})
+}
+
+// keeper returns a route's admission as a test gives it to the store.
+type keeper func(herald.Admission) herald.Admission
+
+// eachKeeper runs test as name on a route whose claims keep its lanes'
+// concurrency, and as name+"OnClaimAhead" on one whose dispatching node keeps
+// it (Admission.ClaimAhead, as the engine sets it on a direct carrier's
+// route): its ClaimAhead is its concurrency, 10 when it has none.
+func eachKeeper(t *testing.T, name string, test func(t *testing.T, keep keeper)) {
+	t.Run(name, func(t *testing.T) { test(t, func(a herald.Admission) herald.Admission { return a }) })
+	t.Run(name+"OnClaimAhead", func(t *testing.T) {
+		test(t, func(a herald.Admission) herald.Admission {
+			a.ClaimAhead = a.Concurrency
+			if a.ClaimAhead == 0 {
+				a.ClaimAhead = 10
+			}
+			return a
+		})
 	})
 }
 

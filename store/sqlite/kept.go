@@ -1,0 +1,412 @@
+package sqlite
+
+import (
+	"cmp"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/unixms"
+)
+
+// A kept route is a gated route whose concurrency its dispatching node
+// keeps (Admission.ClaimAhead) and that is not ordered. Its lanes need no
+// state but their flights and owner to be claimed, and the writer keeps
+// those in memory, with each lane's count of QUEUED messages, rather than
+// in the lanes' table: this process is the only one that writes the
+// database (lock_unix.go), and SetAdmission counts them again from the
+// messages. Its QUEUED messages (gated = gatedKept) are in one index in
+// claim order across lanes, messages_kept, and in no index by lane: a
+// claim walks them as it walks ungated ones, each message taken while its
+// lane has room. No lane's row is read or written per claim or flight, and
+// a claim takes rows that sit next to each other in the table and in the
+// index.
+//
+// The walk passes over the messages of lanes at their bound. When too many
+// of them hold it up (a flooded lane), the claim seeks the messages of the
+// lanes that have room and QUEUED messages from where each lane's next
+// message can be (keptLane.low), so that no lane waits behind another.
+
+// isKept reports whether a gated route with admission a is kept.
+func isKept(a herald.Admission) bool { return a.ClaimAhead > 0 && !a.Ordered }
+
+const (
+	// keptSkips is how many messages of lanes that admit nothing a claim's
+	// walk passes over before it seeks the other lanes' messages.
+	keptSkips = 64
+	// keptSeeks bounds the lanes a claim seeks, and keptWindow the index
+	// entries each seek reads: a claim's cost stays bounded however deep a
+	// flooded lane is. A seek that finds nothing moves its lane's low past
+	// what it read, so the next claims go on from there.
+	keptSeeks  = 16
+	keptWindow = 4096
+)
+
+// keptKey is a message's place in claim order: priority, then id.
+type keptKey struct {
+	prio int64
+	id   string
+}
+
+// before reports whether k comes before o in claim order.
+func (k keptKey) before(o keptKey) bool {
+	return k.prio > o.prio || k.prio == o.prio && k.id < o.id
+}
+
+// keptLane is what the writer keeps of a kept route's lane that has
+// messages in flight or QUEUED.
+type keptLane struct {
+	inflight int
+	queued   int
+	owner    string  // the node whose claims took the messages in flight
+	low      keptKey // while queued > 0: no QUEUED message comes before it
+}
+
+// keptLanes is the writer's memory of the kept routes' lanes. The changes
+// of the open transaction are undone if it rolls back, so that the memory
+// always matches what is committed plus what the open transaction wrote.
+type keptLanes struct {
+	lanes map[herald.LaneRef]keptLane
+	undo  []keptChange
+}
+
+// keptChange is what one change of keptLanes replaced: a lane's state, or
+// when all is set, the whole memory (a recount).
+type keptChange struct {
+	lane herald.LaneRef
+	was  keptLane
+	all  map[herald.LaneRef]keptLane
+}
+
+func newKeptLanes() *keptLanes {
+	return &keptLanes{lanes: map[herald.LaneRef]keptLane{}}
+}
+
+// set makes v lane l's state; a lane with no message is forgotten.
+func (k *keptLanes) set(l herald.LaneRef, v keptLane) {
+	k.undo = append(k.undo, keptChange{lane: l, was: k.lanes[l]})
+	if v.inflight <= 0 && v.queued <= 0 {
+		delete(k.lanes, l)
+		return
+	}
+	k.lanes[l] = v
+}
+
+// queued records a message of lane l, at key, that became QUEUED.
+func (k *keptLanes) queued(l herald.LaneRef, key keptKey) {
+	v := k.lanes[l]
+	if v.queued <= 0 || key.before(v.low) {
+		v.low = key
+	}
+	v.queued++
+	k.set(l, v)
+}
+
+// claimed records n messages of lane l claimed by node, the last at key.
+func (k *keptLanes) claimed(l herald.LaneRef, n int, last keptKey, node string) {
+	v := k.lanes[l]
+	v.inflight, v.queued, v.owner = v.inflight+n, v.queued-n, node
+	if v.low.before(last) {
+		v.low = last
+	}
+	k.set(l, v)
+}
+
+// changed records what a transition did to a message of lane l, at key:
+// flights started (or ended, negative) and QUEUED messages added (or
+// taken away).
+func (k *keptLanes) changed(l herald.LaneRef, flights, queued int, key keptKey) {
+	if queued > 0 {
+		k.queued(l, key)
+		queued--
+	}
+	v := k.lanes[l]
+	v.inflight += flights
+	v.queued += queued
+	k.set(l, v)
+}
+
+// passed records that lane l has no QUEUED message before key.
+func (k *keptLanes) passed(l herald.LaneRef, key keptKey) {
+	if v := k.lanes[l]; v.low.before(key) {
+		v.low = key
+		k.set(l, v)
+	}
+}
+
+// replace makes lanes the whole memory.
+func (k *keptLanes) replace(lanes map[herald.LaneRef]keptLane) {
+	k.undo = append(k.undo, keptChange{all: k.lanes})
+	k.lanes = lanes
+}
+
+// committed forgets the changes of the transaction that just committed.
+func (k *keptLanes) committed() { k.undo = k.undo[:0] }
+
+// rolledBack undoes the changes of the transaction that just rolled back.
+func (k *keptLanes) rolledBack() {
+	for i := len(k.undo) - 1; i >= 0; i-- {
+		c := k.undo[i]
+		switch {
+		case c.all != nil:
+			k.lanes = c.all
+		case c.was.inflight <= 0 && c.was.queued <= 0:
+			delete(k.lanes, c.lane)
+		default:
+			k.lanes[c.lane] = c.was
+		}
+	}
+	k.undo = k.undo[:0]
+}
+
+// recount makes the memory what the kept routes' messages say, keeping the
+// owner of each lane still in flight. A lane's low is the start of its
+// first message's priority.
+func (tx *wtx) recount() error {
+	type count struct {
+		lane herald.LaneRef
+		n    int
+		prio int64
+	}
+	scan := func(sc rowScanner) (count, error) {
+		var c count
+		return c, sc.Scan(&c.lane.Route, &c.lane.Lane, &c.n, &c.prio)
+	}
+	rows, err := tx.st.keptFlights.Query()
+	flying, err := collect(rows, err, scan)
+	if err != nil {
+		return err
+	}
+	rows, err = tx.st.keptQueued.Query()
+	queued, err := collect(rows, err, scan)
+	if err != nil {
+		return err
+	}
+	lanes := make(map[herald.LaneRef]keptLane, len(flying)+len(queued))
+	for _, c := range flying {
+		lanes[c.lane] = keptLane{inflight: c.n, owner: tx.kept.lanes[c.lane].owner}
+	}
+	for _, c := range queued {
+		v := lanes[c.lane]
+		v.queued, v.low = c.n, keptKey{prio: c.prio}
+		lanes[c.lane] = v
+	}
+	tx.kept.replace(lanes)
+	return nil
+}
+
+// keptHold is a lane of a kept route that a claim passes over (parked: a
+// pause or an open circuit's cool-down) or takes one message of (a
+// circuit's probe).
+type keptHold struct {
+	parked, probe bool
+}
+
+// keptPick is one claim's walk of the kept routes' messages.
+type keptPick struct {
+	tx    *wtx
+	c     herald.Claim
+	now   int64
+	holds map[herald.LaneRef]keptHold
+	took  map[herald.LaneRef]int     // by this claim
+	last  map[herald.LaneRef]keptKey // the last message this claim took of each lane
+}
+
+// pickKept returns the ids of up to limit QUEUED messages of kept routes
+// that their lanes admit at c.Now, in claim order across lanes as within
+// one, and records them in the lanes' memory (a circuit's probe in its
+// lane's row). It runs after unparkLanes.
+func (tx *wtx) pickKept(c herald.Claim, limit int) ([]string, error) {
+	if limit <= 0 || len(tx.kept.lanes) == 0 {
+		return nil, nil
+	}
+	p := &keptPick{tx: tx, c: c, now: unixms.From(c.Now),
+		took: map[herald.LaneRef]int{}, last: map[herald.LaneRef]keptKey{}}
+	if err := p.readHolds(); err != nil {
+		return nil, err
+	}
+	picked, held, err := p.walk(limit)
+	if err != nil {
+		return nil, err
+	}
+	if held && len(picked) < limit {
+		more, err := p.seek(limit - len(picked))
+		if err != nil {
+			return nil, err
+		}
+		picked = append(picked, more...)
+	}
+	for l, n := range p.took {
+		tx.kept.claimed(l, n, p.last[l], c.Node)
+		if p.holds[l].probe { // no other message until the probe's answer, or the cool-down
+			cool := tx.rules[l.Route].Circuit.CoolDown.Milliseconds()
+			if _, err := tx.st.laneProbe.Exec(l.Route, l.Lane, p.now+cool); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return picked, nil
+}
+
+// readHolds reads the kept routes' lanes that are parked or have a
+// circuit.
+func (p *keptPick) readHolds() error {
+	rows, err := p.tx.st.keptHolds.Query()
+	type hold struct {
+		lane herald.LaneRef
+		keptHold
+	}
+	holds, err := collect(rows, err, func(sc rowScanner) (hold, error) {
+		var h hold
+		return h, sc.Scan(&h.lane.Route, &h.lane.Lane, &h.parked, &h.probe)
+	})
+	if err != nil {
+		return err
+	}
+	p.holds = make(map[herald.LaneRef]keptHold, len(holds))
+	for _, h := range holds {
+		p.holds[h.lane] = h.keptHold
+	}
+	return nil
+}
+
+// room returns how many more messages of lane l the claim may take.
+func (p *keptPick) room(l herald.LaneRef) int {
+	a := p.tx.rules[l.Route]
+	if !isKept(a) {
+		return 0
+	}
+	v := p.tx.kept.lanes[l]
+	if v.inflight > 0 && v.owner != p.c.Node {
+		return 0 // another node dispatches it
+	}
+	room := p.c.KeptBound(a, l) - v.inflight - p.took[l]
+	switch h := p.holds[l]; {
+	case h.parked:
+		return 0
+	case h.probe && a.Circuit.Failures > 0: // the cool-down is over: one probe goes
+		room = min(room, 1-p.took[l])
+	}
+	return room
+}
+
+// take records that the claim takes the message id of lane l, at key.
+func (p *keptPick) take(l herald.LaneRef, key keptKey) {
+	p.took[l]++
+	p.last[l] = key
+}
+
+// keptRow is a QUEUED message of a kept route as the walk and the seeks
+// read it.
+type keptRow struct {
+	key  keptKey
+	lane herald.LaneRef
+}
+
+func scanKeptRow(sc rowScanner) (keptRow, error) {
+	var r keptRow
+	return r, sc.Scan(&r.key.id, &r.key.prio, &r.lane.Route, &r.lane.Lane)
+}
+
+// walk takes messages in claim order, each while its lane has room. It
+// reports held when it stopped after passing over keptSkips messages.
+func (p *keptPick) walk(limit int) (picked []string, held bool, err error) {
+	rows, err := p.tx.st.keptWalk.Query(p.now, limit+keptSkips)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	skipped := 0
+	for len(picked) < limit && rows.Next() {
+		r, err := scanKeptRow(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		if p.room(r.lane) <= 0 {
+			if skipped++; skipped == keptSkips {
+				return picked, true, rows.Close()
+			}
+			continue
+		}
+		p.take(r.lane, r.key)
+		picked = append(picked, r.key.id)
+	}
+	return picked, false, rows.Err()
+}
+
+// seek takes up to limit messages of the lanes that have room and QUEUED
+// messages the walk did not reach: at most keptSeeks lanes, the one whose
+// next message can come first first, each read from its low (or past what
+// the walk took of it), keptWindow entries at most.
+func (p *keptPick) seek(limit int) ([]string, error) {
+	type lane struct {
+		ref  herald.LaneRef
+		from keptKey
+	}
+	var lanes []lane
+	for l, v := range p.tx.kept.lanes {
+		if v.queued-p.took[l] <= 0 || p.room(l) <= 0 {
+			continue
+		}
+		from := v.low
+		if last, ok := p.last[l]; ok && from.before(last) {
+			from = last
+		}
+		lanes = append(lanes, lane{l, from})
+	}
+	slices.SortFunc(lanes, func(a, b lane) int {
+		return cmp.Or(cmp.Compare(b.from.prio, a.from.prio), strings.Compare(a.from.id, b.from.id),
+			strings.Compare(a.ref.Route, b.ref.Route), strings.Compare(a.ref.Lane, b.ref.Lane))
+	})
+	var picked []string
+	for _, l := range lanes[:min(len(lanes), keptSeeks)] {
+		if len(picked) == limit {
+			break
+		}
+		want := min(p.room(l.ref), limit-len(picked))
+		// The messages of the lane's priority from its low on, then those
+		// of lower priorities.
+		rows, err := p.tx.st.keptSeekBand.Query(l.from.prio, l.from.id, keptWindow, p.now, l.ref.Route, l.ref.Lane, want)
+		found, err := collect(rows, err, scanKeptRow)
+		if err != nil {
+			return nil, err
+		}
+		if len(found) < want {
+			rows, err := p.tx.st.keptSeekBelow.Query(l.from.prio, keptWindow, p.now, l.ref.Route, l.ref.Lane, want-len(found))
+			below, err := collect(rows, err, scanKeptRow)
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, below...)
+		}
+		if len(found) == 0 {
+			if err := p.passWindow(l.ref, l.from); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, r := range found {
+			p.take(r.lane, r.key)
+			picked = append(picked, r.key.id)
+		}
+	}
+	return picked, nil
+}
+
+// passWindow moves lane l's low, after a seek from from found none of its
+// messages, to the last entry the seek read, so that the next claim's seek
+// reads on from there.
+func (p *keptPick) passWindow(l herald.LaneRef, from keptKey) error {
+	var key keptKey
+	err := p.tx.st.keptWindowEnd.QueryRow(from.prio, from.id, keptWindow-1).Scan(&key.id, &key.prio)
+	if errors.Is(err, sql.ErrNoRows) { // it read to the end of its priority
+		key = keptKey{prio: from.prio - 1}
+		err = nil
+	}
+	if err == nil {
+		p.tx.kept.passed(l, key)
+	}
+	return err
+}
