@@ -111,7 +111,7 @@ func (tx *wtx) insert(m *herald.Message, params string) error {
 		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease, m.TraceParent,
 		gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), ordered)
 	if err == nil && gated == gatedKept && m.Status == herald.StatusQueued {
-		tx.kept.queued(herald.LaneRef{Route: m.Route, Lane: m.Lane}, keptKey{prio: int64(m.Priority), id: m.ID})
+		tx.kept.changed(herald.LaneRef{Route: m.Route, Lane: m.Lane}, 0, 1, &keptKey{prio: int64(m.Priority), id: m.ID})
 	}
 	return err
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // A kept route is a gated route whose concurrency its dispatching node
-// keeps (Admission.ClaimAhead) and that is not ordered. Its lanes need no
+// keeps (Admission.ClaimAhead) and that is neither ordered nor limited over
+// time (the engine sets ClaimAhead on no such route). Its lanes need no
 // state but their flights and owner to be claimed, and the writer keeps
 // those in memory, with each lane's count of QUEUED messages, rather than
 // in the lanes' table: this process is the only one that writes the
@@ -30,18 +31,20 @@ import (
 // message can be (keptLane.low), so that no lane waits behind another.
 
 // isKept reports whether a gated route with admission a is kept.
-func isKept(a herald.Admission) bool { return a.ClaimAhead > 0 && !a.Ordered }
+func isKept(a herald.Admission) bool { return a.ClaimAhead > 0 && !a.Ordered && !a.Timed() }
 
 const (
 	// keptSkips is how many messages of lanes that admit nothing a claim's
 	// walk passes over before it seeks the other lanes' messages.
 	keptSkips = 64
-	// keptSeeks bounds the lanes a claim seeks, and keptWindow the index
-	// entries each seek reads: a claim's cost stays bounded however deep a
-	// flooded lane is. A seek that finds nothing moves its lane's low past
-	// what it read, so the next claims go on from there.
+	// keptSeeks bounds the lanes a claim seeks, keptWindow the index
+	// entries a seek reads of one priority and keptBands the priorities it
+	// reads: a claim's cost stays bounded however deep a flooded lane is. A
+	// window that holds no message of its lane moves the lane's low past
+	// it, so the next claims read on from there.
 	keptSeeks  = 16
 	keptWindow = 4096
+	keptBands  = 4
 )
 
 // keptKey is a message's place in claim order: priority, then id.
@@ -61,7 +64,7 @@ type keptLane struct {
 	inflight int
 	queued   int
 	owner    string  // the node whose claims took the messages in flight
-	low      keptKey // while queued > 0: no QUEUED message comes before it
+	low      keptKey // while queued > 0: no QUEUED message, due or not, comes before it
 }
 
 // keptLanes is the writer's memory of the kept routes' lanes. The changes
@@ -72,12 +75,14 @@ type keptLanes struct {
 	undo  []keptChange
 }
 
-// keptChange is what one change of keptLanes replaced: a lane's state, or
-// when all is set, the whole memory (a recount).
+// keptChange is what one change of the writer's memory replaced: a lane's
+// state; or when all is set, the whole memory (a recount); or when restore
+// is set, what restore puts back.
 type keptChange struct {
-	lane herald.LaneRef
-	was  keptLane
-	all  map[herald.LaneRef]keptLane
+	lane    herald.LaneRef
+	was     keptLane
+	all     map[herald.LaneRef]keptLane
+	restore func()
 }
 
 func newKeptLanes() *keptLanes {
@@ -94,37 +99,25 @@ func (k *keptLanes) set(l herald.LaneRef, v keptLane) {
 	k.lanes[l] = v
 }
 
-// queued records a message of lane l, at key, that became QUEUED.
-func (k *keptLanes) queued(l herald.LaneRef, key keptKey) {
+// changed records what statements did to lane l's messages: flights
+// started (or ended, negative), QUEUED messages added (or taken away), and
+// when requeued is set, the first in claim order of those that became
+// QUEUED (the count may not show it: another may have left QUEUED).
+func (k *keptLanes) changed(l herald.LaneRef, flights, queued int, requeued *keptKey) {
 	v := k.lanes[l]
-	if v.queued <= 0 || key.before(v.low) {
-		v.low = key
+	if requeued != nil && (v.queued <= 0 || requeued.before(v.low)) {
+		v.low = *requeued
 	}
-	v.queued++
-	k.set(l, v)
-}
-
-// claimed records n messages of lane l claimed by node, the last at key.
-func (k *keptLanes) claimed(l herald.LaneRef, n int, last keptKey, node string) {
-	v := k.lanes[l]
-	v.inflight, v.queued, v.owner = v.inflight+n, v.queued-n, node
-	if v.low.before(last) {
-		v.low = last
-	}
-	k.set(l, v)
-}
-
-// changed records what a transition did to a message of lane l, at key:
-// flights started (or ended, negative) and QUEUED messages added (or
-// taken away).
-func (k *keptLanes) changed(l herald.LaneRef, flights, queued int, key keptKey) {
-	if queued > 0 {
-		k.queued(l, key)
-		queued--
-	}
-	v := k.lanes[l]
 	v.inflight += flights
 	v.queued += queued
+	k.set(l, v)
+}
+
+// claimed records n QUEUED messages of lane l claimed by node. The lane's
+// low stays: the walk passes over messages not due yet.
+func (k *keptLanes) claimed(l herald.LaneRef, n int, node string) {
+	v := k.lanes[l]
+	v.inflight, v.queued, v.owner = v.inflight+n, v.queued-n, node
 	k.set(l, v)
 }
 
@@ -142,6 +135,12 @@ func (k *keptLanes) replace(lanes map[herald.LaneRef]keptLane) {
 	k.lanes = lanes
 }
 
+// onRollBack has restore run if the open transaction rolls back, in turn
+// with the memory's changes: for the writer's other state.
+func (k *keptLanes) onRollBack(restore func()) {
+	k.undo = append(k.undo, keptChange{restore: restore})
+}
+
 // committed forgets the changes of the transaction that just committed.
 func (k *keptLanes) committed() { k.undo = k.undo[:0] }
 
@@ -150,6 +149,8 @@ func (k *keptLanes) rolledBack() {
 	for i := len(k.undo) - 1; i >= 0; i-- {
 		c := k.undo[i]
 		switch {
+		case c.restore != nil:
+			c.restore()
 		case c.all != nil:
 			k.lanes = c.all
 		case c.was.inflight <= 0 && c.was.queued <= 0:
@@ -206,12 +207,13 @@ type keptHold struct {
 
 // keptPick is one claim's walk of the kept routes' messages.
 type keptPick struct {
-	tx    *wtx
-	c     herald.Claim
-	now   int64
-	holds map[herald.LaneRef]keptHold
-	took  map[herald.LaneRef]int     // by this claim
-	last  map[herald.LaneRef]keptKey // the last message this claim took of each lane
+	tx     *wtx
+	c      herald.Claim
+	now    int64
+	holds  map[herald.LaneRef]keptHold
+	took   map[herald.LaneRef]int     // by this claim
+	last   map[herald.LaneRef]keptKey // the last message this claim took of each lane
+	picked map[string]bool            // the ids this claim took
 }
 
 // pickKept returns the ids of up to limit QUEUED messages of kept routes
@@ -223,7 +225,7 @@ func (tx *wtx) pickKept(c herald.Claim, limit int) ([]string, error) {
 		return nil, nil
 	}
 	p := &keptPick{tx: tx, c: c, now: unixms.From(c.Now),
-		took: map[herald.LaneRef]int{}, last: map[herald.LaneRef]keptKey{}}
+		took: map[herald.LaneRef]int{}, last: map[herald.LaneRef]keptKey{}, picked: map[string]bool{}}
 	if err := p.readHolds(); err != nil {
 		return nil, err
 	}
@@ -239,7 +241,7 @@ func (tx *wtx) pickKept(c herald.Claim, limit int) ([]string, error) {
 		picked = append(picked, more...)
 	}
 	for l, n := range p.took {
-		tx.kept.claimed(l, n, p.last[l], c.Node)
+		tx.kept.claimed(l, n, c.Node)
 		if p.holds[l].probe { // no other message until the probe's answer, or the cool-down
 			cool := tx.rules[l.Route].Circuit.CoolDown.Milliseconds()
 			if _, err := tx.st.laneProbe.Exec(l.Route, l.Lane, p.now+cool); err != nil {
@@ -292,10 +294,11 @@ func (p *keptPick) room(l herald.LaneRef) int {
 	return room
 }
 
-// take records that the claim takes the message id of lane l, at key.
+// take records that the claim takes the message at key of lane l.
 func (p *keptPick) take(l herald.LaneRef, key keptKey) {
 	p.took[l]++
 	p.last[l] = key
+	p.picked[key.id] = true
 }
 
 // keptRow is a QUEUED message of a kept route as the walk and the seeks
@@ -338,8 +341,8 @@ func (p *keptPick) walk(limit int) (picked []string, held bool, err error) {
 
 // seek takes up to limit messages of the lanes that have room and QUEUED
 // messages the walk did not reach: at most keptSeeks lanes, the one whose
-// next message can come first first, each read from its low (or past what
-// the walk took of it), keptWindow entries at most.
+// next message can come first first, each read from its low, or past what
+// the walk took of it.
 func (p *keptPick) seek(limit int) ([]string, error) {
 	type lane struct {
 		ref  herald.LaneRef
@@ -351,8 +354,8 @@ func (p *keptPick) seek(limit int) ([]string, error) {
 			continue
 		}
 		from := v.low
-		if last, ok := p.last[l]; ok && from.before(last) {
-			from = last
+		if last, ok := p.last[l]; ok && !last.before(from) {
+			from = keptKey{last.prio, last.id + "\x00"} // just past it
 		}
 		lanes = append(lanes, lane{l, from})
 	}
@@ -365,48 +368,66 @@ func (p *keptPick) seek(limit int) ([]string, error) {
 		if len(picked) == limit {
 			break
 		}
-		want := min(p.room(l.ref), limit-len(picked))
-		// The messages of the lane's priority from its low on, then those
-		// of lower priorities.
-		rows, err := p.tx.st.keptSeekBand.Query(l.from.prio, l.from.id, keptWindow, p.now, l.ref.Route, l.ref.Lane, want)
-		found, err := collect(rows, err, scanKeptRow)
+		found, err := p.seekLane(l.ref, l.from, min(p.room(l.ref), limit-len(picked)))
 		if err != nil {
 			return nil, err
 		}
-		if len(found) < want {
-			rows, err := p.tx.st.keptSeekBelow.Query(l.from.prio, keptWindow, p.now, l.ref.Route, l.ref.Lane, want-len(found))
-			below, err := collect(rows, err, scanKeptRow)
-			if err != nil {
-				return nil, err
-			}
-			found = append(found, below...)
-		}
-		if len(found) == 0 {
-			if err := p.passWindow(l.ref, l.from); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		for _, r := range found {
-			p.take(r.lane, r.key)
-			picked = append(picked, r.key.id)
-		}
+		picked = append(picked, found...)
 	}
 	return picked, nil
 }
 
-// passWindow moves lane l's low, after a seek from from found none of its
-// messages, to the last entry the seek read, so that the next claim's seek
-// reads on from there.
-func (p *keptPick) passWindow(l herald.LaneRef, from keptKey) error {
-	var key keptKey
-	err := p.tx.st.keptWindowEnd.QueryRow(from.prio, from.id, keptWindow-1).Scan(&key.id, &key.prio)
-	if errors.Is(err, sql.ErrNoRows) { // it read to the end of its priority
-		key = keptKey{prio: from.prio - 1}
-		err = nil
+// seekLane takes up to want due messages of lane l from key from on: it
+// reads keptWindow entries of from's priority, and of the next lower
+// priority when it read all of that one, keptBands priorities at most.
+// When a window holds no message of the lane, due or not, the lane's low
+// moves past it, so that the next claims read on from there.
+func (p *keptPick) seekLane(l herald.LaneRef, from keptKey, want int) ([]string, error) {
+	var found []string
+	for range keptBands {
+		rows, err := p.tx.st.keptSeekBand.Query(from.prio, from.id, keptWindow, l.Route, l.Lane)
+		type entry struct {
+			key keptKey
+			due int64
+		}
+		mine, err := collect(rows, err, func(sc rowScanner) (entry, error) {
+			var e entry
+			return e, sc.Scan(&e.key.id, &e.key.prio, &e.due)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range mine {
+			if len(found) < want && e.due <= p.now && !p.picked[e.key.id] {
+				p.take(l, e.key)
+				found = append(found, e.key.id)
+			}
+		}
+		if len(found) == want {
+			return found, nil
+		}
+		var end keptKey // the window's last entry, when it is full
+		err = p.tx.st.keptWindowEnd.QueryRow(from.prio, from.id, keptWindow-1).Scan(&end.id, &end.prio)
+		if err == nil { // the priority goes on past the window
+			if len(mine) == 0 {
+				p.tx.kept.passed(l, end)
+			}
+			return found, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		var next sql.NullInt64 // the next lower priority with a kept message
+		if err := p.tx.st.keptNextBand.QueryRow(from.prio).Scan(&next); err != nil {
+			return nil, err
+		}
+		if !next.Valid {
+			return found, nil
+		}
+		if len(mine) == 0 {
+			p.tx.kept.passed(l, keptKey{prio: next.Int64})
+		}
+		from = keptKey{prio: next.Int64}
 	}
-	if err == nil {
-		p.tx.kept.passed(l, key)
-	}
-	return err
+	return found, nil
 }

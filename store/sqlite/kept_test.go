@@ -250,3 +250,246 @@ func TestOneWriterAtATime(t *testing.T) {
 	}
 	s.Close()
 }
+
+// keptCounts returns, per kept lane, "inflight/queued" as the writer's
+// memory holds them and as the messages say.
+func keptCounts(t *testing.T, s *Store) (mem, db map[string]string) {
+	t.Helper()
+	mem, db = map[string]string{}, map[string]string{}
+	err := s.write(context.Background(), func(tx *wtx) error {
+		for l, v := range tx.kept.lanes {
+			mem[l.Lane] = fmt.Sprintf("%d/%d", v.inflight, v.queued)
+		}
+		rows, err := tx.conn.QueryContext(context.Background(), `SELECT lane,
+				SUM(status IN ('SENT_TO_NS', 'DELIVERED_TO_NS', 'SENT_TO_DEVICE')), SUM(status = 'QUEUED')
+			FROM messages WHERE gated = 3 GROUP BY lane`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var lane string
+			var f, q int
+			if err := rows.Scan(&lane, &f, &q); err != nil {
+				return err
+			}
+			if f+q > 0 {
+				db[lane] = fmt.Sprintf("%d/%d", f, q)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem, db
+}
+
+// TestKeptSeekTakesNoMessageTwice: a lane whose message the walk took
+// before a flooded lane held it up is sought past that message: the seek
+// takes the lane's next one, not the same one again (which the claim would
+// change once and the memory count twice).
+func TestKeptSeekTakesNoMessageTwice(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
+	b1 := h.create("B")
+	var a []string
+	for range keptSkips + 10 {
+		a = append(a, h.create("A"))
+	}
+	b2 := h.create("B")
+	if got, want := h.claim(10), []string{b1, a[0], a[1], b2}; !slices.Equal(got, want) {
+		t.Errorf("claim = %v, want %v: B has room for b2", got, want)
+	}
+	h.deliver(b1)
+	if mem, db := keptCounts(t, s); fmt.Sprint(mem) != fmt.Sprint(db) {
+		t.Errorf("after b1 ended, memory (in flight/queued) %v, messages %v", mem, db)
+	}
+}
+
+// TestKeptLowKeepsNotDueMessages: a lane's low must not pass a QUEUED
+// message that was not due yet: once it is due, a flooded lane ahead of it
+// in claim order must not keep it back (the seek finds it).
+func TestKeptLowKeepsNotDueMessages(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
+	var a []string
+	for range keptSkips + 10 {
+		a = append(a, h.create("A"))
+	}
+	// B: one message due in a minute, then one due now.
+	h.seq++
+	late := &herald.Message{ID: fmt.Sprintf("m%06d", h.seq), Tenant: "acme", Route: "k", Lane: "B", Text: "x",
+		MaxAttempts: 3, CreatedAt: h.t0, UpdatedAt: h.t0, DueAt: h.t0.Add(time.Minute)}
+	if _, _, err := s.Create(h.ctx, late, herald.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b1 := h.create("B")
+	if got, want := h.claim(10), []string{a[0], a[1], b1}; !slices.Equal(got, want) {
+		t.Fatalf("claim = %v, want %v", got, want)
+	}
+	h.deliver(b1)
+	h.t0 = h.t0.Add(time.Minute) // late is due; A is still at its bound
+	var got []string
+	for range 5 {
+		got = append(got, h.claim(10)...)
+	}
+	if !slices.Equal(got, []string{late.ID}) {
+		t.Fatalf("5 claims once %s is due took %v, want it: lane A at its bound keeps it back", late.ID, got)
+	}
+}
+
+// TestKeptKeepsSpacing: a ClaimAhead route with a spacing (the Store
+// interface allows it; the engine does not make one) still spaces its
+// lanes' dispatches.
+func TestKeptKeepsSpacing(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 5, ClaimAhead: 5, Spacing: time.Minute})
+	a := []string{h.create("A"), h.create("A"), h.create("A")}
+	if got := h.claim(10); !slices.Equal(got, a[:1]) {
+		t.Fatalf("claim = %v, want %v: one a minute", got, a[:1])
+	}
+}
+
+// TestKeptSeekKeepsPriorityOrder: a seek whose window ends inside its
+// priority must not go on to lower priorities: the lane's message of that
+// priority past the window would be passed over, and then sit before the
+// lane's low, which no later seek reads.
+func TestKeptSeekKeepsPriorityOrder(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	a := herald.Admission{Concurrency: 1, ClaimAhead: 1}
+	h := newKeptHarness(t, s, a)
+	mk := func(lane string, prio int) *herald.Message {
+		h.seq++
+		return &herald.Message{ID: fmt.Sprintf("m%06d", h.seq), Tenant: "acme", Route: "k", Lane: lane, Text: "x",
+			MaxAttempts: 3, CreatedAt: h.t0, UpdatedAt: h.t0, DueAt: h.t0, Priority: prio}
+	}
+	flood := make([]*herald.Message, keptWindow+100)
+	for i := range flood {
+		flood[i] = mk("A", 1)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < len(flood); i += 8 {
+				if _, _, err := s.Create(h.ctx, flood[i], herald.CreateOptions{}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	high, low := mk("B", 1), mk("B", 0)
+	for _, m := range []*herald.Message{high, low} {
+		if _, _, err := s.Create(h.ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// SetAdmission counts the lanes again: B's low is the start of priority 1.
+	if err := s.SetAdmission(h.ctx, map[string]herald.Admission{"k": a}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 4 {
+		got = append(got, h.claim(10)...)
+	}
+	want := []string{flood[0].ID, high.ID}
+	if !slices.Equal(got, want) {
+		t.Errorf("4 claims took %v, want %v: B's priority 1 message before its priority 0 one", got, want)
+		for _, id := range got {
+			if id == low.ID {
+				h.deliver(id)
+			}
+		}
+		var more []string
+		for range 10 {
+			more = append(more, h.claim(10)...)
+		}
+		t.Errorf("10 claims after %s ended took %v; memory %s", low.ID, more, keptMemory(s))
+	}
+}
+
+// TestKeptLaneNotStuckByPhantomFlights: after rounds of walks held up by
+// a flooded lane and seeks, every message is claimed as a node with one
+// lane busy claims (KeptAhead 1): the memory counts no flight that no
+// message has.
+func TestKeptLaneNotStuckByPhantomFlights(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 1, ClaimAhead: 3})
+	mk := func(lane string, prio int) string {
+		h.seq++
+		m := &herald.Message{ID: fmt.Sprintf("m%06d", h.seq), Tenant: "acme", Route: "k", Lane: lane, Text: "x",
+			MaxAttempts: 3, CreatedAt: h.t0, UpdatedAt: h.t0, DueAt: h.t0, Priority: prio}
+		if _, _, err := s.Create(h.ctx, m, herald.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return m.ID
+	}
+	for round := range 2 {
+		mk("B", 5+round)
+		for range keptSkips + 6 {
+			mk("A", 4-round)
+		}
+		mk("B", 0)
+		for _, id := range h.claim(10) {
+			h.deliver(id)
+		}
+	}
+	t.Logf("memory: %s", keptMemory(s))
+	// Drain everything, as a node with one lane busy claims (KeptAhead 1).
+	for range 200 {
+		got, err := s.Claim(h.ctx, herald.Claim{Now: h.t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Minute, Node: "n1", KeptAhead: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, m := range got {
+			h.deliver(m.ID)
+		}
+	}
+	if mem, db := keptCounts(t, s); len(db) > 0 {
+		t.Fatalf("QUEUED messages never claimed: memory (in flight/queued) %v, messages %v", mem, db)
+	}
+}
+
+// TestKeptLowAfterNetZeroStatement: one statement of transitions that
+// queues a message of a lane again and takes another out of QUEUED leaves
+// the lane's count as it was, but the low must still come before the
+// message queued again.
+func TestKeptLowAfterNetZeroStatement(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
+	x, y, z := h.create("B"), h.create("B"), h.create("B")
+	if got := h.claim(2); !slices.Equal(got, []string{x, y}) {
+		t.Fatalf("claim = %v", got)
+	}
+	if err := s.Transition(h.ctx, herald.Transition{ID: x, From: herald.StatusSentToNS, To: herald.StatusToRetry, At: h.t0, DueAt: h.t0}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.write(h.ctx, func(tx *wtx) error {
+		out, err := tx.transitions([]*herald.Transition{
+			{ID: x, From: herald.StatusToRetry, To: herald.StatusQueued, At: h.t0, DueAt: h.t0},
+			{ID: z, From: herald.StatusQueued, To: herald.StatusCancelled, At: h.t0},
+		})
+		if err == nil {
+			err = errors.Join(out...)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var low keptKey
+	_ = s.write(h.ctx, func(tx *wtx) error { low = tx.kept.lanes[herald.LaneRef{Route: "k", Lane: "B"}].low; return nil })
+	if (keptKey{0, x}).before(low) {
+		t.Fatalf("B's low = %+v, past %s, which is QUEUED", low, x)
+	}
+}

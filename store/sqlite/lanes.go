@@ -153,6 +153,10 @@ func (tx *wtx) setAdmission(rules map[string]herald.Admission) error {
 			return err
 		}
 	}
+	was, gatedWas, orderedWas, keptWas := tx.rules, tx.gatedJSON, tx.orderedJSON, tx.keptJSON
+	tx.kept.onRollBack(func() {
+		tx.rules, tx.gatedJSON, tx.orderedJSON, tx.keptJSON = was, gatedWas, orderedWas, keptWas
+	})
 	tx.rules = rules
 	tx.gatedJSON, tx.orderedJSON, tx.keptJSON = string(routesJSON), string(orderedJSON), string(keptJSON)
 	return tx.recount()

@@ -17,7 +17,7 @@ import (
 // Rooms, subscriptions and room events are rows of their tables; a room's
 // deliveries are messages (route herald.RoomRoutePrefix + the room's
 // name, target the subscription's id), a pull subscription's with gated
-// = gatedPull, so that Claim, which reads gated = 0 or 1, never takes
+// = gatedPull, so that Claim, which reads gated = 0, 1 or 3, never takes
 // them and Pull reads them from messages_pull.
 
 // The columns of the rooms, subscriptions and room_events tables, in the

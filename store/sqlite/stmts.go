@@ -36,7 +36,7 @@ type writeStmts struct {
 	parkLane, holdLane, laneDispatched, laneProbe, lanesClaimed     *sql.Stmt
 	laneFlights                                                     *sql.Stmt
 	keptFlights, keptQueued, keptHolds, keptWalk                    *sql.Stmt
-	keptSeekBand, keptSeekBelow, keptWindowEnd, ensureLane          *sql.Stmt
+	keptSeekBand, keptNextBand, keptWindowEnd, ensureLane           *sql.Stmt
 	laneCircuit, circuitOpen, circuitClose, circuitCount            *sql.Stmt
 	pauseLane, tenantBucket, saveTenantBucket                       *sql.Stmt
 	routeBucket, saveRouteBucket                                    *sql.Stmt
@@ -200,19 +200,15 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.keptWalk, `SELECT id, priority, route, lane FROM messages INDEXED BY messages_kept
 			WHERE status = 'QUEUED' AND gated = 3 AND due_at <= ?1
 			ORDER BY priority DESC, id LIMIT CAST(?2 AS INTEGER)`},
-		// A lane's messages due at ?4 among the ?3 kept messages of
-		// priority ?1 from id ?2 on, up to ?7; and among the ?2 of
-		// priorities below ?1, up to ?6.
-		{&st.keptSeekBand, `SELECT id, priority, route, lane FROM (
-				SELECT id, priority, route, lane, due_at FROM messages INDEXED BY messages_kept
+		// Lane (?4, ?5)'s messages, due or not, among the ?3 kept messages
+		// of priority ?1 from id ?2 on; the greatest priority below ?1.
+		{&st.keptSeekBand, `SELECT id, priority, due_at FROM (
+				SELECT id, priority, due_at, route, lane FROM messages INDEXED BY messages_kept
 				WHERE status = 'QUEUED' AND gated = 3 AND priority = +?1 AND id >= +?2
 				ORDER BY id LIMIT CAST(?3 AS INTEGER))
-			WHERE due_at <= ?4 AND route = ?5 AND lane = ?6 ORDER BY id LIMIT CAST(?7 AS INTEGER)`},
-		{&st.keptSeekBelow, `SELECT id, priority, route, lane FROM (
-				SELECT id, priority, route, lane, due_at FROM messages INDEXED BY messages_kept
-				WHERE status = 'QUEUED' AND gated = 3 AND priority < +?1
-				ORDER BY priority DESC, id LIMIT CAST(?2 AS INTEGER))
-			WHERE due_at <= ?3 AND route = ?4 AND lane = ?5 ORDER BY priority DESC, id LIMIT CAST(?6 AS INTEGER)`},
+			WHERE route = ?4 AND lane = ?5 ORDER BY id`},
+		{&st.keptNextBand, `SELECT MAX(priority) FROM messages INDEXED BY messages_kept
+			WHERE status = 'QUEUED' AND gated = 3 AND priority < +?1`},
 		// The ?3-th kept message of priority ?1 from id ?2 on.
 		{&st.keptWindowEnd, `SELECT id, priority FROM messages INDEXED BY messages_kept
 			WHERE status = 'QUEUED' AND gated = 3 AND priority = +?1 AND id >= +?2
@@ -366,7 +362,8 @@ func (st *readStmts) defs() []stmtDef {
 				UNION ALL SELECT route, lane, COUNT(*) FROM messages INDEXED BY messages_kept
 					WHERE status = 'QUEUED' AND gated = 3 AND (?1 = '' OR route = ?1) GROUP BY route, lane
 				UNION ALL SELECT route, lane, COUNT(*) FROM messages INDEXED BY messages_inflight
-					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) GROUP BY route, lane)
+					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) GROUP BY route, lane
+				UNION ALL SELECT route, lane, 0 FROM lanes WHERE ?1 = '' OR route = ?1)
 			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
 	}
 }

@@ -159,10 +159,10 @@ type laneFlight struct {
 	ended bool // a message became terminal: a held lane may admit again
 	kept  bool // the lane is a kept route's
 	// queued counts the messages that became QUEUED less those that left
-	// it, and requeued is where the first of those that became QUEUED
-	// is, on a kept route's lane.
+	// it, and requeued is the first in claim order of those that became
+	// QUEUED, on a kept route's lane.
 	queued   int
-	requeued keptKey
+	requeued *keptKey
 }
 
 // add counts the change of status from, to of the message at key of lane
@@ -189,8 +189,8 @@ func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to h
 		l = &laneFlight{kept: gated == gatedKept}
 		(*f)[ref] = l
 	}
-	if queued > 0 && (l.requeued == keptKey{} || key.before(l.requeued)) {
-		l.requeued = key
+	if gated == gatedKept && to == herald.StatusQueued && (l.requeued == nil || key.before(*l.requeued)) {
+		l.requeued = &key
 	}
 	l.delta += delta
 	l.queued += queued

@@ -352,8 +352,6 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	// Rules for a route with messages stored in several lanes find each
-	// lane's first message: its highest priority, then its oldest.
 	// A route's concurrency kept by the claims, then by the dispatching
 	// node (ClaimAhead), then by the claims again: the messages in flight
 	// count across each change.
@@ -383,6 +381,8 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	// Rules for a route with messages stored in several lanes find each
+	// lane's first message: its highest priority, then its oldest.
 	eachKeeper(t, "AppliesToStoredLanes", func(t *testing.T, keep keeper) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{})
