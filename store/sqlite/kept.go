@@ -301,8 +301,7 @@ func (p *keptPick) take(l herald.LaneRef, key keptKey) {
 	p.picked[key.id] = true
 }
 
-// keptRow is a QUEUED message of a kept route as the walk and the seeks
-// read it.
+// keptRow is a QUEUED message of a kept route as the walk reads it.
 type keptRow struct {
 	key  keptKey
 	lane herald.LaneRef
