@@ -9,11 +9,11 @@ import (
 // replayBody is the JSON body of POST /v1/dead-letters/replay; every field
 // is an optional filter.
 type replayBody struct {
-	Route    string  `json:"route"`
-	Reason   string  `json:"reason"`
-	Since    string  `json:"since"`
-	Until    string  `json:"until"`
-	RatePerS float64 `json:"rate_per_s"`
+	Route    string   `json:"route"`
+	Reason   string   `json:"reason"`
+	Since    bodyTime `json:"since"`
+	Until    bodyTime `json:"until"`
+	RatePerS float64  `json:"rate_per_s"`
 }
 
 // deadLetters handles GET /v1/dead-letters?route=&reason=&limit=&cursor=:
@@ -47,11 +47,11 @@ func (a *api) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 	}
 	f := herald.DeadLetterFilter{Route: body.Route, Reason: body.Reason, RatePerS: body.RatePerS}
 	var bad *requestError
-	if f.Since, bad = parseTime("since", body.Since); bad != nil {
+	if f.Since, bad = body.Since.parse("since"); bad != nil {
 		writeRequestError(w, bad)
 		return
 	}
-	if f.Until, bad = parseTime("until", body.Until); bad != nil {
+	if f.Until, bad = body.Until.parse("until"); bad != nil {
 		writeRequestError(w, bad)
 		return
 	}

@@ -64,7 +64,7 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 	if l := f.list("/v1/messages?status=QUEUED", keyA); len(l.Messages) != 2 {
 		t.Errorf("%d replayed messages queued, want 2", len(l.Messages))
 	}
-	for _, body := range []string{`{"since":"yesterday"}`, `{"until":"2025-13-01T00:00:00Z"}`, `{"rate_per_s":"fast"}`, `{"rate_per_s":-1}`, `{`} {
+	for _, body := range []string{`{"since":"yesterday"}`, `{"until":"2025-13-01T00:00:00Z"}`, `{"since":""}`, `{"until":null}`, `{"rate_per_s":"fast"}`, `{"rate_per_s":-1}`, `{`} {
 		rec := f.do("POST", "/v1/dead-letters/replay", keyA, body)
 		wantStatus(t, rec, http.StatusBadRequest)
 	}

@@ -181,14 +181,48 @@ func kindName(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// parseTime parses an RFC 3339 time of field; "" is the zero time.
+// parseTime parses an RFC 3339 time of field; "" is the zero time (a
+// query parameter left out or empty).
 func parseTime(field, s string) (time.Time, *requestError) {
 	if s == "" {
 		return time.Time{}, nil
 	}
+	return parseRFC3339(field, s)
+}
+
+func parseRFC3339(field, s string) (time.Time, *requestError) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return time.Time{}, badRequest(codeInvalidField, "%s: %q is not an RFC 3339 time (e.g. 2025-01-02T15:04:05Z)", field, s)
 	}
 	return t, nil
+}
+
+// bodyTime is an optional RFC 3339 time in a JSON body: left out, it is
+// the zero time; given, it must be a time ("" and null are not).
+type bodyTime struct {
+	set  bool // the body holds the field
+	null bool
+	s    string
+}
+
+// UnmarshalJSON records the field's value, which parse checks.
+func (t *bodyTime) UnmarshalJSON(b []byte) error {
+	t.set = true
+	if string(b) == "null" {
+		t.null = true
+		return nil
+	}
+	return json.Unmarshal(b, &t.s)
+}
+
+// parse returns t's time, the zero time when the body left it out.
+func (t bodyTime) parse(field string) (time.Time, *requestError) {
+	switch {
+	case !t.set:
+		return time.Time{}, nil
+	case t.null:
+		return time.Time{}, badRequest(codeInvalidField, "%s: null is not an RFC 3339 time; leave the field out for none", field)
+	}
+	return parseRFC3339(field, t.s)
 }

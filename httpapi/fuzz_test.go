@@ -15,6 +15,7 @@ func FuzzSendRequest(f *testing.F) {
 		`{"route":"hooks","text":"hi"}`,
 		`{"route":"devices","target":"0102030405060708","payload":"AQID","params":{"f_port":"2"},"priority":5}`,
 		`{"route":"hooks","text":"hi","expires_at":"2000-01-01T00:00:00Z"}`,
+		`{"route":"hooks","text":"00","expires_at":""}`, `{"route":"hooks","text":"hi","expires_at":null}`,
 		`{"route":"hooks","payload":"!!"}`, `{"route":"hooks","text":"hi","priority":1e400}`,
 		`{"route":"hooks","text":"hi","params":{"a":1}}`, `{"route":"hooks","text":"hi","coalesce-key":"k"}`,
 		`[]`, `null`, `"x"`, `{`, ``, `{"route":"hooks","text":"hi"} {}`,

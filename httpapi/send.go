@@ -19,7 +19,7 @@ type sendBody struct {
 	CorrelationID  string            `json:"correlation_id"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	CoalesceKey    string            `json:"coalesce_key"`
-	ExpiresAt      string            `json:"expires_at"`
+	ExpiresAt      bodyTime          `json:"expires_at"`
 }
 
 // request checks b and returns it as the engine's SendRequest. The target
@@ -44,7 +44,7 @@ func (b *sendBody) request() (herald.SendRequest, *requestError) {
 			return herald.SendRequest{}, badRequest(codeInvalidField, "payload: decodes to no bytes")
 		}
 	}
-	expires, bad := parseTime("expires_at", b.ExpiresAt)
+	expires, bad := b.ExpiresAt.parse("expires_at")
 	if bad != nil {
 		return herald.SendRequest{}, bad
 	}
