@@ -584,7 +584,7 @@ func (tx *wtx) bucket(buckets map[bucketKey]*claimBucket, rate herald.Rate, key 
 // Lane returns the state of route's lane, tenant's bucket on route and
 // route's own bucket.
 func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
-	st, err := s.laneState(ctx, route, lane, tenant)
+	st, err := s.laneState(ctx, route, lane, tenant, nil)
 	if err != nil {
 		return st, err
 	}
@@ -598,8 +598,9 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 	return st, nil
 }
 
-// laneState is Lane but for the ids of the lane's messages in flight.
-func (s *Store) laneState(ctx context.Context, route, lane, tenant string) (herald.LaneState, error) {
+// laneState is Lane but for the ids of the lane's messages in flight. Its
+// QUEUED count is queued when it is given, else counted.
+func (s *Store) laneState(ctx context.Context, route, lane, tenant string, queued *int) (herald.LaneState, error) {
 	st := herald.LaneState{Route: route, Lane: lane}
 	var nextAt, tokensAt, paused int64
 	err := s.rs.lane.QueryRowContext(ctx, route, lane).Scan(&nextAt, &st.Tokens, &tokensAt, &paused, &st.PauseReason, &st.Circuit, &st.Failures)
@@ -607,11 +608,13 @@ func (s *Store) laneState(ctx context.Context, route, lane, tenant string) (hera
 		return st, wrap("lane", err)
 	}
 	st.NextAt, st.TokensAt, st.PausedUntil = unixms.Time(nextAt), unixms.Time(tokensAt), unixms.Time(paused)
-	queued := s.rs.laneQueued
+	count := s.rs.laneQueued
 	if kept := s.kept.Load(); kept != nil && (*kept)[route] {
-		queued = s.rs.keptLaneQueued
+		count = s.rs.keptLaneQueued // walks every kept message: no index has them by lane
 	}
-	if err := queued.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
+	if queued != nil {
+		st.Queued = *queued
+	} else if err := count.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
 		return st, wrap("lane", err)
 	}
 	tokensAt = 0 // a bucket never drawn from has no row: full
@@ -648,10 +651,11 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 	rows, err := s.rs.busiestLanes.QueryContext(ctx, route, limit)
 	type busy struct {
 		route, lane string
+		queued      int
 	}
 	found, err := collect(rows, err, func(sc rowScanner) (busy, error) {
 		var b busy
-		return b, sc.Scan(&b.route, &b.lane)
+		return b, sc.Scan(&b.route, &b.lane, &b.queued)
 	})
 	if err != nil {
 		return nil, wrap("lanes", err)
@@ -659,7 +663,7 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 	out := make([]herald.LaneState, 0, len(found))
 	index := make(map[herald.LaneRef]int, len(found)) // each lane's in out
 	for _, b := range found {
-		l, err := s.laneState(ctx, b.route, b.lane, "")
+		l, err := s.laneState(ctx, b.route, b.lane, "", &b.queued)
 		if err != nil {
 			return nil, err
 		}

@@ -354,16 +354,17 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.roomEvent, `SELECT ` + roomEventCols + ` FROM room_events WHERE id = ?`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
 			WHERE ordered = 1 AND ` + activeSQL + ` AND route = +? AND target = +? ORDER BY id LIMIT 1`},
-		// Busiest first: queued plus in flight (counted from the messages:
-		// the kept routes' lanes keep theirs in the writer's memory).
-		{&st.busiestLanes, `SELECT route, lane FROM (
-				SELECT route, lane, COUNT(*) AS n FROM messages INDEXED BY messages_lane
+		// Busiest first: queued plus in flight, counted from the messages
+		// (the kept routes' lanes keep theirs in the writer's memory), with
+		// each lane's queued count.
+		{&st.busiestLanes, `SELECT route, lane, SUM(q) FROM (
+				SELECT route, lane, COUNT(*) AS q, COUNT(*) AS n FROM messages INDEXED BY messages_lane
 					WHERE status = 'QUEUED' AND gated = 1 AND (?1 = '' OR route = ?1) GROUP BY route, lane
-				UNION ALL SELECT route, lane, COUNT(*) FROM messages INDEXED BY messages_kept
+				UNION ALL SELECT route, lane, COUNT(*), COUNT(*) FROM messages INDEXED BY messages_kept
 					WHERE status = 'QUEUED' AND gated = 3 AND (?1 = '' OR route = ?1) GROUP BY route, lane
-				UNION ALL SELECT route, lane, COUNT(*) FROM messages INDEXED BY messages_inflight
+				UNION ALL SELECT route, lane, 0, COUNT(*) FROM messages INDEXED BY messages_inflight
 					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) GROUP BY route, lane
-				UNION ALL SELECT route, lane, 0 FROM lanes WHERE ?1 = '' OR route = ?1)
+				UNION ALL SELECT route, lane, 0, 0 FROM lanes WHERE ?1 = '' OR route = ?1)
 			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
 	}
 }
