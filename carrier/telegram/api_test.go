@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -234,7 +233,7 @@ func TestErrorClasses(t *testing.T) {
 		setup  func(s *tgsim.Sim)
 		token  string
 		target string
-		send   func(ctx context.Context, c *Carrier) error // nil: Send a plain text to target
+		send   func(ctx context.Context, c *Carrier, s *tgsim.Sim) error // nil: Send a plain text to target
 		class  string
 		text   string
 	}{
@@ -245,7 +244,7 @@ func TestErrorClasses(t *testing.T) {
 		{name: "user is deactivated (another 4xx)", target: "1003", class: "permanent", text: "403 Forbidden: user is deactivated"},
 		{name: "wrong token", token: "4242:wrong", target: aliceID, class: "permanent", text: "401 Unauthorized"},
 		{name: "can't parse entities", target: aliceID, class: "permanent", text: "can't parse entities",
-			send: func(ctx context.Context, c *Carrier) error {
+			send: func(ctx context.Context, c *Carrier, _ *tgsim.Sim) error {
 				_, err := c.sendMessage(ctx, request{ChatID: []byte(aliceID), Text: "<b>never closed", ParseMode: "HTML"})
 				return err
 			}},
@@ -255,13 +254,20 @@ func TestErrorClasses(t *testing.T) {
 			setup: func(s *tgsim.Sim) { s.SetFaults(tgsim.Faults{Next502: 1}) }},
 		{name: "slow answer, the client gives up", target: aliceID, class: "transient", text: "sendMessage: context canceled",
 			setup: func(s *tgsim.Sim) { s.SetDelay(time.Minute) },
-			send: func(ctx context.Context, c *Carrier) error {
-				// The carrier's time runs out once the request is out
-				// (whatever the machine's load), as an accept timeout
-				// would.
+			send: func(ctx context.Context, c *Carrier, s *tgsim.Sim) error {
+				// The carrier's time runs out once the simulator has the
+				// message, which it delivers before its delay (whatever
+				// the machine's load), as an accept timeout would. (Once
+				// the request was only written, the connection could
+				// close before the simulator read it.)
 				ctx, cancel := context.WithCancel(ctx)
 				defer cancel()
-				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { cancel() }})
+				go func() {
+					for ctx.Err() == nil && len(s.Texts(alice)) == 0 {
+						time.Sleep(time.Millisecond)
+					}
+					cancel()
+				}()
 				_, err := c.Send(ctx, msg(aliceID, "slow", nil))
 				return err
 			}},
@@ -279,7 +285,7 @@ func TestErrorClasses(t *testing.T) {
 			c := newCarrier(t, srv.URL, token)
 			var err error
 			if tt.send != nil {
-				err = tt.send(context.Background(), c)
+				err = tt.send(context.Background(), c, s)
 			} else {
 				_, err = c.Send(context.Background(), msg(tt.target, "hello", nil))
 			}
