@@ -493,3 +493,69 @@ func TestKeptLowAfterNetZeroStatement(t *testing.T) {
 		t.Fatalf("B's low = %+v, past %s, which is QUEUED", low, x)
 	}
 }
+
+// TestKeptCountsFollowEveryChange: the writer's memory of a kept lane
+// matches its messages after every kind of change of status: claims,
+// retries and their release, failures and their replay, cancels, and
+// SetAdmission's moves of the route out of the kept ones and back.
+func TestKeptCountsFollowEveryChange(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	a := herald.Admission{Concurrency: 3, ClaimAhead: 3}
+	h := newKeptHarness(t, s, a)
+	check := func(step string) {
+		t.Helper()
+		if mem, db := keptCounts(t, s); fmt.Sprint(mem) != fmt.Sprint(db) {
+			t.Fatalf("after %s: memory (in flight/queued) %v, messages %v", step, mem, db)
+		}
+	}
+	tr := func(id string, from, to herald.Status, opts ...func(*herald.Transition)) {
+		t.Helper()
+		x := herald.Transition{ID: id, From: from, To: to, At: h.t0}
+		for _, o := range opts {
+			o(&x)
+		}
+		if err := s.Transition(h.ctx, x); err != nil {
+			t.Fatalf("%s %s → %s: %v", id, from, to, err)
+		}
+	}
+	m := []string{h.create("A"), h.create("A"), h.create("A"), h.create("A"), h.create("B")}
+	check("creates")
+	claimed := h.claim(3)
+	check("a claim")
+	tr(claimed[0], herald.StatusSentToNS, herald.StatusToRetry, func(x *herald.Transition) { x.DueAt = h.t0 })
+	check("a retry")
+	if _, err := s.Release(h.ctx, h.t0, 10); err != nil {
+		t.Fatal(err)
+	}
+	check("its release")
+	tr(claimed[1], herald.StatusSentToNS, herald.StatusDeliveredToNS)
+	tr(claimed[1], herald.StatusDeliveredToNS, herald.StatusDeliveryFailed)
+	check("a failure")
+	tr(claimed[1], herald.StatusDeliveryFailed, herald.StatusQueued, func(x *herald.Transition) { x.DueAt, x.ResetAttempts = h.t0, true })
+	check("its replay")
+	tr(m[4], herald.StatusQueued, herald.StatusCancelled)
+	check("a cancel")
+	if err := s.SetAdmission(h.ctx, map[string]herald.Admission{"k": {Concurrency: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keptMemory(s); got != "" {
+		t.Fatalf("memory with the route no longer kept: %s, want none", got)
+	}
+	if err := s.SetAdmission(h.ctx, map[string]herald.Admission{"k": a}); err != nil {
+		t.Fatal(err)
+	}
+	check("the route kept again")
+	// The flight from before the recounts has no owner now (as after a
+	// restart): the lane goes to whichever node claims once it ends.
+	h.deliver(claimed[2])
+	for range 5 {
+		for _, id := range h.claim(10) {
+			h.deliver(id)
+		}
+	}
+	check("draining")
+	if mem, _ := keptCounts(t, s); len(mem) != 0 {
+		t.Errorf("memory after everything ended: %v, want none", mem)
+	}
+}
