@@ -559,3 +559,63 @@ func TestKeptCountsFollowEveryChange(t *testing.T) {
 		t.Errorf("memory after everything ended: %v, want none", mem)
 	}
 }
+
+// TestKeptRollBackOfTransitionsAndAdmission: a transaction that rolls
+// back after grouped transitions, or after a SetAdmission, leaves the
+// writer's memory and rules as they were.
+func TestKeptRollBackOfTransitionsAndAdmission(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	a := herald.Admission{Concurrency: 2, ClaimAhead: 2}
+	h := newKeptHarness(t, s, a)
+	ids := []string{h.create("A"), h.create("A"), h.create("B")}
+	claimed := h.claim(10)
+	if len(claimed) != 3 {
+		t.Fatalf("claim = %v, want all 3", claimed)
+	}
+	before := keptMemory(s)
+	boom := errors.New("boom")
+	err := s.write(h.ctx, func(tx *wtx) error {
+		out, err := tx.transitions([]*herald.Transition{
+			{ID: ids[0], From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: h.t0},
+			{ID: ids[2], From: herald.StatusSentToNS, To: herald.StatusToRetry, At: h.t0, DueAt: h.t0},
+		})
+		if err == nil {
+			err = errors.Join(out...)
+		}
+		if err == nil {
+			err = boom
+		}
+		return err
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("write = %v, want %v", err, boom)
+	}
+	if after := keptMemory(s); after != before {
+		t.Fatalf("memory after grouped transitions rolled back: %s, want %s", after, before)
+	}
+	err = s.write(h.ctx, func(tx *wtx) error {
+		if err := tx.setAdmission(map[string]herald.Admission{"k": {Concurrency: 2}}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("write = %v, want %v", err, boom)
+	}
+	if after := keptMemory(s); after != before {
+		t.Fatalf("memory after a SetAdmission rolled back: %s, want %s", after, before)
+	}
+	var kept string
+	_ = s.write(h.ctx, func(tx *wtx) error { kept = tx.keptJSON; return nil })
+	if kept != `["k"]` {
+		t.Errorf("kept routes after a SetAdmission rolled back: %s, want [\"k\"]", kept)
+	}
+	h.deliver(ids[0])
+	if got := h.claim(10); len(got) != 0 {
+		t.Errorf("claim = %v, want none: the lanes' messages are all in flight or ended", got)
+	}
+	if mem, db := keptCounts(t, s); fmt.Sprint(mem) != fmt.Sprint(db) {
+		t.Errorf("memory (in flight/queued) %v, messages %v", mem, db)
+	}
+}
