@@ -207,13 +207,12 @@ type keptHold struct {
 
 // keptPick is one claim's walk of the kept routes' messages.
 type keptPick struct {
-	tx     *wtx
-	c      herald.Claim
-	now    int64
-	holds  map[herald.LaneRef]keptHold
-	took   map[herald.LaneRef]int     // by this claim
-	last   map[herald.LaneRef]keptKey // the last message this claim took of each lane
-	picked map[string]bool            // the ids this claim took
+	tx    *wtx
+	c     herald.Claim
+	now   int64
+	holds map[herald.LaneRef]keptHold
+	took  map[herald.LaneRef]int     // by this claim
+	last  map[herald.LaneRef]keptKey // the last message this claim took of each lane
 }
 
 // pickKept returns the ids of up to limit QUEUED messages of kept routes
@@ -225,7 +224,7 @@ func (tx *wtx) pickKept(c herald.Claim, limit int) ([]string, error) {
 		return nil, nil
 	}
 	p := &keptPick{tx: tx, c: c, now: unixms.From(c.Now),
-		took: map[herald.LaneRef]int{}, last: map[herald.LaneRef]keptKey{}, picked: map[string]bool{}}
+		took: map[herald.LaneRef]int{}, last: map[herald.LaneRef]keptKey{}}
 	if err := p.readHolds(); err != nil {
 		return nil, err
 	}
@@ -298,7 +297,6 @@ func (p *keptPick) room(l herald.LaneRef) int {
 func (p *keptPick) take(l herald.LaneRef, key keptKey) {
 	p.took[l]++
 	p.last[l] = key
-	p.picked[key.id] = true
 }
 
 // keptRow is a QUEUED message of a kept route as the walk reads it.
@@ -397,7 +395,7 @@ func (p *keptPick) seekLane(l herald.LaneRef, from keptKey, want int) ([]string,
 			return nil, err
 		}
 		for _, e := range mine {
-			if len(found) < want && e.due <= p.now && !p.picked[e.key.id] {
+			if len(found) < want && e.due <= p.now {
 				p.take(l, e.key)
 				found = append(found, e.key.id)
 			}

@@ -608,14 +608,16 @@ func (s *Store) laneState(ctx context.Context, route, lane, tenant string, queue
 		return st, wrap("lane", err)
 	}
 	st.NextAt, st.TokensAt, st.PausedUntil = unixms.Time(nextAt), unixms.Time(tokensAt), unixms.Time(paused)
-	count := s.rs.laneQueued
-	if kept := s.kept.Load(); kept != nil && (*kept)[route] {
-		count = s.rs.keptLaneQueued // walks every kept message: no index has them by lane
-	}
 	if queued != nil {
 		st.Queued = *queued
-	} else if err := count.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
-		return st, wrap("lane", err)
+	} else {
+		count := s.rs.laneQueued
+		if kept := s.kept.Load(); kept != nil && (*kept)[route] {
+			count = s.rs.keptLaneQueued // walks every kept message: no index has them by lane
+		}
+		if err := count.QueryRowContext(ctx, route, lane).Scan(&st.Queued); err != nil {
+			return st, wrap("lane", err)
+		}
 	}
 	tokensAt = 0 // a bucket never drawn from has no row: full
 	err = s.rs.tenantBucket.QueryRowContext(ctx, route, tenant).Scan(&st.TenantTokens, &tokensAt)

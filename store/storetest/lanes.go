@@ -360,25 +360,21 @@ func testLanes(t *testing.T, open opener) {
 		byClaims, byNode := herald.Admission{Concurrency: 2}, herald.Admission{Concurrency: 2, ClaimAhead: 2}
 		h.admit(map[string]herald.Admission{"g": byClaims})
 		msgs := h.createN("g", "A", 6)
-		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(msgs[:2])) {
-			t.Fatalf("claim = %v, want %v", ids(got), ids(msgs[:2]))
+		expect := func(when string, want []*herald.Message) {
+			t.Helper()
+			if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(want)) {
+				t.Fatalf("claim %s = %v, want %v", when, ids(got), ids(want))
+			}
 		}
+		expect("by the claims", msgs[:2])
 		h.admit(map[string]herald.Admission{"g": byNode})
-		if got := h.claimGated(t0, 10); len(got) != 0 {
-			t.Fatalf("claim with ClaimAhead and 2 in flight = %v, want none", ids(got))
-		}
+		expect("with ClaimAhead and 2 in flight", nil)
 		h.walk(msgs[0].ID, t0, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
-		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(msgs[2:3])) {
-			t.Fatalf("claim with ClaimAhead after one ended = %v, want %v", ids(got), ids(msgs[2:3]))
-		}
+		expect("with ClaimAhead after one ended", msgs[2:3])
 		h.admit(map[string]herald.Admission{"g": byClaims})
-		if got := h.claimGated(t0, 10); len(got) != 0 {
-			t.Fatalf("claim without ClaimAhead and 2 in flight = %v, want none", ids(got))
-		}
+		expect("without ClaimAhead and 2 in flight", nil)
 		h.walk(msgs[1].ID, t0, herald.StatusSentToNS, herald.StatusToRetry)
-		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(msgs[3:4])) {
-			t.Fatalf("claim without ClaimAhead after one ended = %v, want %v", ids(got), ids(msgs[3:4]))
-		}
+		expect("without ClaimAhead after one ended", msgs[3:4])
 	})
 
 	// Rules for a route with messages stored in several lanes find each
