@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,12 @@ import (
 //     dispatchers, each message then moved to DELIVERY_SUCCESSFUL under its
 //     lease by a goroutine of its own, as the engine does; reported as
 //     msgs/s.
+//   - ClaimTransitionLanes: the same through lanes, as herald bench's W6
+//     lays them out: the messages in turn over b.N/10 lanes of a route
+//     whose lanes take 2 at a time, with the ClaimAhead that the engine
+//     gives a direct carrier's route (lanesAhead), claimed by one node.
+//     Beside ClaimTransition it shows what the lanes cost the store, apart
+//     from the engine.
 func Benchmark(b *testing.B, newStore func(b *testing.B) herald.Store) {
 	b.Run("Create", func(b *testing.B) {
 		s := newStore(b)
@@ -45,22 +52,53 @@ func Benchmark(b *testing.B, newStore func(b *testing.B) herald.Store) {
 		if err := createAll(b.Context(), s, msgs); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		var dispatchers sync.WaitGroup
-		for range 4 {
-			dispatchers.Go(func() { dispatch(b, s) })
+		dispatchAll(b, s)
+	})
+
+	b.Run("ClaimTransitionLanes", func(b *testing.B) {
+		s := newStore(b)
+		defer s.Close()
+		rules := map[string]herald.Admission{"lanes": {Concurrency: 2, ClaimAhead: lanesAhead}}
+		if err := s.SetAdmission(b.Context(), rules); err != nil {
+			b.Fatal(err)
 		}
-		dispatchers.Wait()
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		lanes := max(1, b.N/10)
+		msgs := make([]*herald.Message, b.N)
+		for i := range msgs {
+			msgs[i] = benchMessage()
+			msgs[i].Route, msgs[i].Lane = "lanes", fmt.Sprintf("lane-%05d", i%lanes)
+		}
+		if err := createAll(b.Context(), s, msgs); err != nil {
+			b.Fatal(err)
+		}
+		dispatchAll(b, s)
 	})
 }
 
-// dispatch claims messages 50 at a time until none is left and moves each
-// to DELIVERY_SUCCESSFUL from a goroutine of its own.
+// lanesAhead is the ClaimAhead of ClaimTransitionLanes' route: the
+// engine's for a concurrency of 2 and its default ClaimBatch, 256 (its
+// Concurrency plus two batches).
+const lanesAhead = 2 + 2*256
+
+// dispatchAll times 4 dispatchers that claim and complete every stored
+// message (dispatch), and reports msgs/s.
+func dispatchAll(b *testing.B, s herald.Store) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	var dispatchers sync.WaitGroup
+	for range 4 {
+		dispatchers.Go(func() { dispatch(b, s) })
+	}
+	dispatchers.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// dispatch claims messages 50 at a time, of any route, until none is left
+// and moves each to DELIVERY_SUCCESSFUL from a goroutine of its own.
 func dispatch(b *testing.B, s herald.Store) {
 	for {
-		claimed, err := s.Claim(b.Context(), herald.Claim{Now: t0, Limit: 50, DefaultAccept: time.Minute})
+		claimed, err := s.Claim(b.Context(), herald.Claim{Now: t0, Limit: 50, GatedLimit: 50, Node: "bench",
+			DefaultAccept: time.Minute})
 		if err != nil {
 			b.Error(err)
 			return
