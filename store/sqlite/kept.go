@@ -65,6 +65,7 @@ type keptLane struct {
 	queued   int
 	owner    string  // the node whose claims took the messages in flight
 	low      keptKey // while queued > 0: no QUEUED message, due or not, comes before it
+	quiet    int64   // a seek before this time (unix ms) finds nothing due: see seekLane
 }
 
 // keptLanes is the writer's memory of the kept routes' lanes. The changes
@@ -102,11 +103,15 @@ func (k *keptLanes) set(l herald.LaneRef, v keptLane) {
 // changed records what statements did to lane l's messages: flights
 // started (or ended, negative), QUEUED messages added (or taken away), and
 // when requeued is set, the first in claim order of those that became
-// QUEUED (the count may not show it: another may have left QUEUED).
+// QUEUED (the count may not show it: another may have left QUEUED). A
+// message that became QUEUED may be due: the lane is sought again.
 func (k *keptLanes) changed(l herald.LaneRef, flights, queued int, requeued *keptKey) {
 	v := k.lanes[l]
 	if requeued != nil && (v.queued <= 0 || requeued.before(v.low)) {
 		v.low = *requeued
+	}
+	if queued > 0 || requeued != nil {
+		v.quiet = 0
 	}
 	v.inflight += flights
 	v.queued += queued
@@ -125,6 +130,14 @@ func (k *keptLanes) claimed(l herald.LaneRef, n int, node string) {
 func (k *keptLanes) passed(l herald.LaneRef, key keptKey) {
 	if v := k.lanes[l]; v.low.before(key) {
 		v.low = key
+		k.set(l, v)
+	}
+}
+
+// quieted records that seeks of lane l find nothing due before until.
+func (k *keptLanes) quieted(l herald.LaneRef, until int64) {
+	if v, ok := k.lanes[l]; ok && v.quiet != until {
+		v.quiet = until
 		k.set(l, v)
 	}
 }
@@ -337,50 +350,77 @@ func (p *keptPick) walk(limit int) (picked []string, held bool, err error) {
 }
 
 // seek takes up to limit messages of the lanes that have room and QUEUED
-// messages the walk did not reach: at most keptSeeks lanes, the one whose
-// next message can come first first, each read from its low, or past what
-// the walk took of it.
+// messages the walk did not reach, in claim order across those lanes: it
+// seeks at most keptSeeks lanes, the one whose next message can come
+// first first, each read from its low, or past what the walk took of it;
+// it stops once the lanes left cannot come before the limit messages it
+// found. A lane whose last seek found nothing due waits until one may be
+// (quiet).
 func (p *keptPick) seek(limit int) ([]string, error) {
 	type lane struct {
 		ref  herald.LaneRef
 		from keptKey
+		low  bool // from is the lane's low
 	}
 	var lanes []lane
 	for l, v := range p.tx.kept.lanes {
-		if v.queued-p.took[l] <= 0 || p.room(l) <= 0 {
+		if v.queued-p.took[l] <= 0 || p.room(l) <= 0 || v.quiet > p.now {
 			continue
 		}
-		from := v.low
+		from, low := v.low, true
 		if last, ok := p.last[l]; ok && !last.before(from) {
-			from = keptKey{last.prio, last.id + "\x00"} // just past it
+			from, low = keptKey{last.prio, last.id + "\x00"}, false // just past it
 		}
-		lanes = append(lanes, lane{l, from})
+		lanes = append(lanes, lane{l, from, low})
 	}
 	slices.SortFunc(lanes, func(a, b lane) int {
 		return cmp.Or(cmp.Compare(b.from.prio, a.from.prio), strings.Compare(a.from.id, b.from.id),
 			strings.Compare(a.ref.Route, b.ref.Route), strings.Compare(a.ref.Lane, b.ref.Lane))
 	})
-	var picked []string
+	type candidate struct {
+		lane herald.LaneRef
+		key  keptKey
+	}
+	var found []candidate // in claim order
 	for _, l := range lanes[:min(len(lanes), keptSeeks)] {
-		if len(picked) == limit {
-			break
+		if len(found) >= limit && found[limit-1].key.before(l.from) {
+			break // every message of this lane and the next comes after
 		}
-		found, err := p.seekLane(l.ref, l.from, min(p.room(l.ref), limit-len(picked)))
+		keys, err := p.seekLane(l.ref, l.from, l.low, min(p.room(l.ref), limit))
 		if err != nil {
 			return nil, err
 		}
-		picked = append(picked, found...)
+		for _, k := range keys {
+			found = append(found, candidate{l.ref, k})
+		}
+		slices.SortFunc(found, func(a, b candidate) int {
+			return cmp.Or(cmp.Compare(b.key.prio, a.key.prio), strings.Compare(a.key.id, b.key.id))
+		})
+	}
+	var picked []string
+	for _, c := range found[:min(len(found), limit)] {
+		p.take(c.lane, c.key)
+		picked = append(picked, c.key.id)
 	}
 	return picked, nil
 }
 
-// seekLane takes up to want due messages of lane l from key from on: it
-// reads keptWindow entries of from's priority, and of the next lower
-// priority when it read all of that one, keptBands priorities at most.
-// When a window holds no message of the lane, due or not, the lane's low
-// moves past it, so that the next claims read on from there.
-func (p *keptPick) seekLane(l herald.LaneRef, from keptKey, want int) ([]string, error) {
-	var found []string
+// seekLane returns up to want due messages of lane l from key from on, in
+// claim order: it reads keptWindow entries of from's priority, and of the
+// next lower priority when it read all of that one, keptBands priorities
+// at most. When the seek started at the lane's low (atLow) and a window
+// holds no message of the lane, due or not, nor did the windows before it,
+// the lane's low moves past it, so that the next claims read on from
+// there. When it found messages of the lane but none due, the lane is
+// quiet until the first of them is due.
+func (p *keptPick) seekLane(l herald.LaneRef, from keptKey, atLow bool, want int) ([]keptKey, error) {
+	var found []keptKey
+	var due int64 // the earliest due_at of the lane's messages read, not due yet
+	quiet := func() {
+		if len(found) == 0 && due > 0 {
+			p.tx.kept.quieted(l, due)
+		}
+	}
 	for range keptBands {
 		rows, err := p.tx.st.keptSeekBand.Query(from.prio, from.id, keptWindow, l.Route, l.Lane)
 		type entry struct {
@@ -395,20 +435,27 @@ func (p *keptPick) seekLane(l herald.LaneRef, from keptKey, want int) ([]string,
 			return nil, err
 		}
 		for _, e := range mine {
-			if len(found) < want && e.due <= p.now {
-				p.take(l, e.key)
-				found = append(found, e.key.id)
+			switch {
+			case e.due > p.now:
+				if due == 0 || e.due < due {
+					due = e.due
+				}
+			case len(found) < want:
+				found = append(found, e.key)
 			}
 		}
 		if len(found) == want {
 			return found, nil
 		}
+		passing := atLow && len(mine) == 0 // nothing of the lane from its low to the window's end
+		atLow = passing
 		var end keptKey // the window's last entry, when it is full
 		err = p.tx.st.keptWindowEnd.QueryRow(from.prio, from.id, keptWindow-1).Scan(&end.id, &end.prio)
 		if err == nil { // the priority goes on past the window
-			if len(mine) == 0 {
+			if passing {
 				p.tx.kept.passed(l, end)
 			}
+			quiet()
 			return found, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -419,9 +466,10 @@ func (p *keptPick) seekLane(l herald.LaneRef, from keptKey, want int) ([]string,
 			return nil, err
 		}
 		if !next.Valid {
+			quiet()
 			return found, nil
 		}
-		if len(mine) == 0 {
+		if passing {
 			p.tx.kept.passed(l, keptKey{prio: next.Int64})
 		}
 		from = keptKey{prio: next.Int64}

@@ -37,9 +37,16 @@ func newKeptHarness(t *testing.T, s *Store, a herald.Admission) *keptHarness {
 // create stores a message of lane on the kept route and returns its id.
 func (h *keptHarness) create(lane string) string {
 	h.t.Helper()
+	return h.createAt(lane, 0, 0)
+}
+
+// createAt stores a message of lane of priority prio, due after due, and
+// returns its id.
+func (h *keptHarness) createAt(lane string, prio int, due time.Duration) string {
+	h.t.Helper()
 	h.seq++
 	m := &herald.Message{ID: fmt.Sprintf("m%06d", h.seq), Tenant: "acme", Route: "k", Lane: lane, Text: "x",
-		MaxAttempts: 3, CreatedAt: h.t0, UpdatedAt: h.t0, DueAt: h.t0}
+		MaxAttempts: 3, CreatedAt: h.t0, UpdatedAt: h.t0, DueAt: h.t0.Add(due), Priority: prio}
 	if _, _, err := h.s.Create(h.ctx, m, herald.CreateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
@@ -201,7 +208,7 @@ func TestKeptRecount(t *testing.T) {
 	defer s.Close()
 	h = newKeptHarness(t, s, a)
 	h.seq = len(msgs)
-	if got := keptMemory(s); got != "k/A:{inflight:2 queued:2 owner: low:{prio:0 id:}} " {
+	if got := keptMemory(s); got != "k/A:{inflight:2 queued:2 owner: low:{prio:0 id:} quiet:0} " {
 		t.Errorf("memory after a reopen: %s", got)
 	}
 	lane, err := s.Lane(h.ctx, "k", "A", "acme")
@@ -617,5 +624,115 @@ func TestKeptRollBackOfTransitionsAndAdmission(t *testing.T) {
 	}
 	if mem, db := keptCounts(t, s); fmt.Sprint(mem) != fmt.Sprint(db) {
 		t.Errorf("memory (in flight/queued) %v, messages %v", mem, db)
+	}
+}
+
+// TestKeptSeekPastTheWalkKeepsNotDue: the walk takes b1 of lane B and
+// passes over B's message n, before b1 but not due yet; the seek of B then
+// starts past b1, finds nothing of B and moves B's low past n. Once n is
+// due and a flooded lane holds the walk up before it, no seek reads n:
+// lane B, with room, never gets it.
+func TestKeptSeekPastTheWalkKeepsNotDue(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
+	n := h.createAt("B", 0, time.Minute) // due in a minute
+	b1 := h.createAt("B", 0, 0)
+	var a []string
+	for range keptSkips + 6 {
+		a = append(a, h.createAt("A", 0, 0))
+	}
+	c := h.createAt("C", -1, 0) // a lower priority: the seek of B reads on into it
+	if got, want := h.claim(10), []string{b1, a[0], a[1], c}; !slices.Equal(got, want) {
+		t.Fatalf("first claim = %v, want %v", got, want)
+	}
+	// More of A, of a higher priority, before n in claim order; A stays at
+	// its bound.
+	for range keptSkips + 6 {
+		h.createAt("A", 1, 0)
+	}
+	h.t0 = h.t0.Add(time.Minute) // n is due; B has room for one more
+	var got []string
+	for range 5 {
+		got = append(got, h.claim(10)...)
+	}
+	if !slices.Contains(got, n) {
+		t.Fatalf("5 claims once %s is due took %v, want it: lane B has room; memory %s", n, got, keptMemory(s))
+	}
+}
+
+// TestKeptSeekIntoLowerPriorityKeepsNotDue: a seek that reads lane B's message
+// n, not due yet, in one priority and finds none of B in the next moves
+// B's low past that next priority, past n. Once n is due, a flooded lane
+// ahead keeps it back for good.
+func TestKeptSeekIntoLowerPriorityKeepsNotDue(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
+	var a []string
+	for range keptSkips + 6 {
+		a = append(a, h.createAt("A", 5, 0))
+	}
+	n := h.createAt("B", 2, time.Minute) // due in a minute
+	c := h.createAt("C", 1, 0)
+	b := h.createAt("B", 0, 0)
+	if got, want := h.claim(10), []string{a[0], a[1], c, b}; !slices.Equal(got, want) {
+		t.Fatalf("first claim = %v, want %v", got, want)
+	}
+	h.t0 = h.t0.Add(time.Minute) // n is due; B has room for one more, A none
+	var got []string
+	for range 5 {
+		got = append(got, h.claim(10)...)
+	}
+	if !slices.Contains(got, n) {
+		t.Fatalf("5 claims once %s is due took %v, want it: lane B has room; memory %s", n, got, keptMemory(s))
+	}
+}
+
+// TestKeptSeekPassesOverQuietLanes: the seek reads the keptSeeks lanes
+// whose low comes first, every claim the same ones: when those lanes' next
+// messages are not due (a replay spread over time, say), they take every
+// seek, and lane C, whose message is due, waits behind the flooded lane A
+// until theirs are due, an hour here.
+func TestKeptSeekPassesOverQuietLanes(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
+	for i := range keptSeeks {
+		h.createAt(fmt.Sprintf("B%02d", i), 0, time.Hour)
+	}
+	var a []string
+	for range keptSkips + 6 {
+		a = append(a, h.createAt("A", 0, 0))
+	}
+	c := h.createAt("C", 0, 0)
+	var got []string
+	for range 5 {
+		got = append(got, h.claim(10)...)
+	}
+	if want := []string{a[0], a[1], c}; !slices.Equal(got, want) {
+		t.Fatalf("5 claims took %v, want %v: A at its bound keeps C's message back", got, want)
+	}
+}
+
+// TestKeptSeekTakesInClaimOrderAcrossLanes: lane X's low stays at its message
+// of priority 5 that a claim took, so the next claim's seek reads X first
+// and takes X's priority 0 message, while lane Y's priority 3 message, due
+// and with room, is left out of a claim of one.
+func TestKeptSeekTakesInClaimOrderAcrossLanes(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
+	var a []string
+	for range keptSkips + 6 {
+		a = append(a, h.createAt("A", 9, 0))
+	}
+	x1, x2 := h.createAt("X", 5, 0), h.createAt("X", 0, 0)
+	y := h.createAt("Y", 3, 0)
+	if got, want := h.claim(3), []string{a[0], a[1], x1}; !slices.Equal(got, want) {
+		t.Fatalf("first claim = %v, want %v", got, want)
+	}
+	if got, want := h.claim(1), []string{y}; !slices.Equal(got, want) {
+		t.Fatalf("claim of one = %v, want %v (priority 3, lane Y has room), not %s (priority 0)", got, want, x2)
 	}
 }
