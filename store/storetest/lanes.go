@@ -71,14 +71,7 @@ func testLanes(t *testing.T, open opener) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 2, ClaimAhead: 4}})
 		a := h.createN("g", "dcu-1", 6)
-		claim := func(node string, limit int) []*herald.Message {
-			t.Helper()
-			got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second, Node: node})
-			if err != nil {
-				t.Fatalf("Claim: %v", err)
-			}
-			return got
-		}
+		claim := h.claimAs
 		if got := claim("n1", 3); !slices.Equal(ids(got), ids(a[:3])) {
 			t.Fatalf("n1's claim = %v, want the lane's first three %v (beyond its concurrency)", ids(got), ids(a[:3]))
 		}
@@ -177,6 +170,21 @@ func testLanes(t *testing.T, open opener) {
 			t.Errorf("NextAt = %v, want t0+6s", lane.NextAt)
 		}
 		_ = msgs
+	})
+
+	// A spacing taken away (SetAdmission, as at a restart with a new
+	// configuration) no longer holds the lane back.
+	t.Run("SpacingRemoved", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {Spacing: time.Hour}})
+		msgs := h.createN("g", "net-1", 3)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), ids(msgs[:1])) {
+			t.Fatalf("claim = %v, want %v", ids(got), ids(msgs[:1]))
+		}
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 10}})
+		if got := h.claimGated(at(time.Second), 10); !slices.Equal(ids(got), ids(msgs[1:])) {
+			t.Errorf("claim once the route has no spacing = %v, want %v", ids(got), ids(msgs[1:]))
+		}
 	})
 
 	t.Run("RateBucket", func(t *testing.T) {
@@ -375,6 +383,32 @@ func testLanes(t *testing.T, open opener) {
 		expect("without ClaimAhead and 2 in flight", nil)
 		h.walk(msgs[1].ID, t0, herald.StatusSentToNS, herald.StatusToRetry)
 		expect("without ClaimAhead after one ended", msgs[3:4])
+	})
+
+	// A lane that node n1 kept, then the claims, when n2 claimed a message
+	// of it, then a node again: n1 does not take it while n2's message is
+	// in flight.
+	t.Run("KeeperChangesKeepOneNode", func(t *testing.T) {
+		h := open(t)
+		byNode, byClaims := herald.Admission{Concurrency: 2, ClaimAhead: 4}, herald.Admission{Concurrency: 2}
+		h.admit(map[string]herald.Admission{"g": byNode})
+		msgs := h.createN("g", "A", 6)
+		if got := h.claimAs("n1", 1); !slices.Equal(ids(got), ids(msgs[:1])) {
+			t.Fatalf("n1's claim = %v, want %v", ids(got), ids(msgs[:1]))
+		}
+		h.walk(msgs[0].ID, t0, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
+		h.admit(map[string]herald.Admission{"g": byClaims})
+		if got := h.claimAs("n2", 1); !slices.Equal(ids(got), ids(msgs[1:2])) {
+			t.Fatalf("n2's claim = %v, want %v", ids(got), ids(msgs[1:2]))
+		}
+		h.admit(map[string]herald.Admission{"g": byNode})
+		if got := h.claimAs("n1", 10); len(got) != 0 {
+			t.Fatalf("n1's claim while n2's %s is in flight = %v, want none: one node at a time keeps a lane", msgs[1].ID, ids(got))
+		}
+		h.walk(msgs[1].ID, t0, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
+		if got := h.claimAs("n1", 10); !slices.Equal(ids(got), ids(msgs[2:])) {
+			t.Errorf("n1's claim once it ended = %v, want %v", ids(got), ids(msgs[2:]))
+		}
 	})
 
 	// Rules for a route with messages stored in several lanes find each
@@ -685,6 +719,16 @@ func (h *harness) createN(route, lane string, n int) []*herald.Message {
 func (h *harness) claimGated(now time.Time, limit int) []*herald.Message {
 	h.t.Helper()
 	got, err := h.s.Claim(h.ctx, herald.Claim{Now: now, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second})
+	if err != nil {
+		h.t.Fatalf("Claim: %v", err)
+	}
+	return got
+}
+
+// claimAs claims up to limit messages at t0, gated ones included, for node.
+func (h *harness) claimAs(node string, limit int) []*herald.Message {
+	h.t.Helper()
+	got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second, Node: node})
 	if err != nil {
 		h.t.Fatalf("Claim: %v", err)
 	}

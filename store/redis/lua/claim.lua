@@ -105,6 +105,11 @@ local function take(l, m, b)
 	if r.ahead > 0 and l.own ~= node then
 		l.own = node
 		h[#h + 1], h[#h + 2] = 'own', node
+	elseif r.ahead == 0 and l.own ~= '' then
+		-- The claims keep the concurrency now: the lane's flights are no
+		-- one node's, and a ClaimAhead set again waits for them to end.
+		l.own = ''
+		h[#h + 1], h[#h + 2] = 'own', ''
 	end
 	if r.spacing > 0 then
 		l.next = lnow + r.spacing

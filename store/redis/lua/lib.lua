@@ -91,8 +91,9 @@
 --                 fails (transient failures in a row), circ ('' closed,
 --                 open or probing) and cool (the cool-down, ms); own,
 --                 with a ClaimAhead, the node whose claim took the
---                 messages in lin; gone, or with a TTL, while the lane
---                 holds no message (see forget)
+--                 messages in lin (emptied by a claim without one);
+--                 gone, or with a TTL, while the lane holds no message
+--                 (see forget)
 --   tb:<R|T>      hash: a tenant's bucket on a route: tok and tat, as lst's;
 --                 it expires a period after its last draw (full again)
 --   tb:<R>        hash: a route's own bucket (route_rate), across its lanes
@@ -683,10 +684,14 @@ local function tokenat(n, per, tok, now)
 end
 
 -- wake returns when lane l, at now, may admit a message next, by its
--- pause, its spacing and its bucket.
+-- pause, its spacing and its bucket: its next dispatch counts only while
+-- its route has a spacing (SetAdmission may have taken it away).
 local function wake(l, now)
 	local r = l.rule
-	local w = math.max(l.pause, l.next)
+	local w = l.pause
+	if r.spacing > 0 then
+		w = math.max(w, l.next)
+	end
 	if r.rn > 0 then
 		w = math.max(w, tokenat(r.rn, r.rper, tokens(r.rn, r.rper, l.tok, l.tat, now), now))
 	end
