@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -388,5 +389,45 @@ func TestPassedLanesLeaveRoom(t *testing.T) {
 	}
 	if got := claim(10); got != 1 {
 		t.Errorf("a claim behind %d lanes kept as far ahead as allowed took %d, want lane NEW's one", lanes, got)
+	}
+}
+
+// TestRepairedLaneStateGoes: a spaced lane with a leaked slot (an id in
+// lin that no message holds) keeps its state when its one message ends;
+// SetAdmission's recount then repairs the slot, and the lane, which holds
+// no message now, must lose its state once its spacing is over (a TTL),
+// not keep it for ever. The recount knows the lanes' time only when it is
+// the server's (lane_clock=server, the default).
+func TestRepairedLaneStateGoes(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	s, err := Open(fmt.Sprintf("%s?prefix=rep%d", srv.URL(), prefixes.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rules := map[string]herald.Admission{"g": {Spacing: time.Minute}}
+	if err := s.SetAdmission(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, laneMessage("m1", "g", "A"))
+	if err := s.client.ZAdd(ctx, s.key("lin:g|A"), goredis.Z{Member: "ghost"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimIDs(t, s, t0); !slices.Equal(got, []string{"m1"}) {
+		t.Fatalf("claim = %v, want m1", got)
+	}
+	transition(t, s, herald.Transition{ID: "m1", From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0})
+	if d := s.client.PTTL(ctx, s.key("lst:g|A")).Val(); d != -1 {
+		t.Fatalf("the state of the lane with its leaked slot: PTTL %v, want kept (-1)", d)
+	}
+	if err := s.SetAdmission(ctx, rules); err != nil { // the same rules: the recount
+		t.Fatal(err)
+	}
+	if l, err := s.Lane(ctx, "g", "A", ""); err != nil || len(l.InFlight) != 0 || l.Queued != 0 {
+		t.Fatalf("Lane after the repair = %+v, %v; want nothing in it", l, err)
+	}
+	if d := s.client.PTTL(ctx, s.key("lst:g|A")).Val(); d <= 0 || d > time.Minute {
+		t.Errorf("the state of the lane that holds no message after the repair: PTTL %v, want at most its spacing", d)
 	}
 }

@@ -211,6 +211,6 @@ for route in pairs(reorder) do
 end
 
 for rl in pairs(lanes) do
-	place(lanestate(rl), nil)
+	place(lanestate(rl), lanenow())
 end
 return 1

@@ -171,6 +171,15 @@ local function lanetime(at)
 	return at
 end
 
+-- lanenow returns the lanes' time now when it is known without a caller's
+-- time: the server's, when lclock says 'server'; nil otherwise.
+local function lanenow()
+	local t = lanetime(0)
+	if t ~= 0 then
+		return t
+	end
+end
+
 local function active(st)
 	return st == 'QUEUED' or st == 'TO_RETRY' or st == 'SENT_TO_NS' or st == 'DELIVERED_TO_NS' or st == 'SENT_TO_DEVICE'
 end

@@ -10,8 +10,9 @@
 -- by the message as it is at the step, and each write that moves a
 -- message keeps lin in step, so the steps need no lock: a recount costs
 -- in proportion to the lanes and the messages in flight, in short calls.
--- A lane whose lin changed goes in its place. It returns the next cursor,
--- '0' when done.
+-- A lane whose lin changed goes in its place (at the lanes' time when it
+-- is the server's: see lanenow). It returns the next cursor, '0' when
+-- done.
 local what, route, cursor, n = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- flying returns message id, from its fields s and k, when it exists.
@@ -52,6 +53,6 @@ else
 	end
 end
 for rl in pairs(changed) do
-	place(lanestate(rl), nil)
+	place(lanestate(rl), lanenow())
 end
 return res[1]
