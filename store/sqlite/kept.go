@@ -53,10 +53,13 @@ type keptKey struct {
 	id   string
 }
 
-// before reports whether k comes before o in claim order.
-func (k keptKey) before(o keptKey) bool {
-	return k.prio > o.prio || k.prio == o.prio && k.id < o.id
+// compare orders k and o in claim order: negative when k comes first.
+func (k keptKey) compare(o keptKey) int {
+	return cmp.Or(cmp.Compare(o.prio, k.prio), strings.Compare(k.id, o.id))
 }
+
+// before reports whether k comes before o in claim order.
+func (k keptKey) before(o keptKey) bool { return k.compare(o) < 0 }
 
 // keptLane is what the writer keeps of a kept route's lane that has
 // messages in flight or QUEUED.
@@ -374,8 +377,7 @@ func (p *keptPick) seek(limit int) ([]string, error) {
 		lanes = append(lanes, lane{l, from, low})
 	}
 	slices.SortFunc(lanes, func(a, b lane) int {
-		return cmp.Or(cmp.Compare(b.from.prio, a.from.prio), strings.Compare(a.from.id, b.from.id),
-			strings.Compare(a.ref.Route, b.ref.Route), strings.Compare(a.ref.Lane, b.ref.Lane))
+		return cmp.Or(a.from.compare(b.from), strings.Compare(a.ref.Route, b.ref.Route), strings.Compare(a.ref.Lane, b.ref.Lane))
 	})
 	type candidate struct {
 		lane herald.LaneRef
@@ -393,9 +395,7 @@ func (p *keptPick) seek(limit int) ([]string, error) {
 		for _, k := range keys {
 			found = append(found, candidate{l.ref, k})
 		}
-		slices.SortFunc(found, func(a, b candidate) int {
-			return cmp.Or(cmp.Compare(b.key.prio, a.key.prio), strings.Compare(a.key.id, b.key.id))
-		})
+		slices.SortFunc(found, func(a, b candidate) int { return a.key.compare(b.key) })
 	}
 	var picked []string
 	for _, c := range found[:min(len(found), limit)] {

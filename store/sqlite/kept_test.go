@@ -40,6 +40,28 @@ func (h *keptHarness) create(lane string) string {
 	return h.createAt(lane, 0, 0)
 }
 
+// flood stores n messages of lane of priority prio, due now, and returns
+// their ids.
+func (h *keptHarness) flood(lane string, prio, n int) []string {
+	h.t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = h.createAt(lane, prio, 0)
+	}
+	return ids
+}
+
+// claims makes n claims of up to 10 messages and returns what they took,
+// in order.
+func (h *keptHarness) claims(n int) []string {
+	h.t.Helper()
+	var got []string
+	for range n {
+		got = append(got, h.claim(10)...)
+	}
+	return got
+}
+
 // createAt stores a message of lane of priority prio, due after due, and
 // returns its id.
 func (h *keptHarness) createAt(lane string, prio int, due time.Duration) string {
@@ -322,29 +344,18 @@ func TestKeptLowKeepsNotDueMessages(t *testing.T) {
 	s := open(t)
 	defer s.Close()
 	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
-	var a []string
-	for range keptSkips + 10 {
-		a = append(a, h.create("A"))
-	}
+	a := h.flood("A", 0, keptSkips+10)
 	// B: one message due in a minute, then one due now.
-	h.seq++
-	late := &herald.Message{ID: fmt.Sprintf("m%06d", h.seq), Tenant: "acme", Route: "k", Lane: "B", Text: "x",
-		MaxAttempts: 3, CreatedAt: h.t0, UpdatedAt: h.t0, DueAt: h.t0.Add(time.Minute)}
-	if _, _, err := s.Create(h.ctx, late, herald.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	late := h.createAt("B", 0, time.Minute)
 	b1 := h.create("B")
 	if got, want := h.claim(10), []string{a[0], a[1], b1}; !slices.Equal(got, want) {
 		t.Fatalf("claim = %v, want %v", got, want)
 	}
 	h.deliver(b1)
 	h.t0 = h.t0.Add(time.Minute) // late is due; A is still at its bound
-	var got []string
-	for range 5 {
-		got = append(got, h.claim(10)...)
-	}
-	if !slices.Equal(got, []string{late.ID}) {
-		t.Fatalf("5 claims once %s is due took %v, want it: lane A at its bound keeps it back", late.ID, got)
+	got := h.claims(5)
+	if !slices.Equal(got, []string{late}) {
+		t.Fatalf("5 claims once %s is due took %v, want it: lane A at its bound keeps it back", late, got)
 	}
 }
 
@@ -428,21 +439,10 @@ func TestKeptLaneNotStuckByPhantomFlights(t *testing.T) {
 	s := open(t)
 	defer s.Close()
 	h := newKeptHarness(t, s, herald.Admission{Concurrency: 1, ClaimAhead: 3})
-	mk := func(lane string, prio int) string {
-		h.seq++
-		m := &herald.Message{ID: fmt.Sprintf("m%06d", h.seq), Tenant: "acme", Route: "k", Lane: lane, Text: "x",
-			MaxAttempts: 3, CreatedAt: h.t0, UpdatedAt: h.t0, DueAt: h.t0, Priority: prio}
-		if _, _, err := s.Create(h.ctx, m, herald.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return m.ID
-	}
 	for round := range 2 {
-		mk("B", 5+round)
-		for range keptSkips + 6 {
-			mk("A", 4-round)
-		}
-		mk("B", 0)
+		h.createAt("B", 5+round, 0)
+		h.flood("A", 4-round, keptSkips+6)
+		h.createAt("B", 0, 0)
 		for _, id := range h.claim(10) {
 			h.deliver(id)
 		}
@@ -629,50 +629,39 @@ func TestKeptRollBackOfTransitionsAndAdmission(t *testing.T) {
 
 // TestKeptSeekPastTheWalkKeepsNotDue: the walk takes b1 of lane B and
 // passes over B's message n, before b1 but not due yet; the seek of B then
-// starts past b1, finds nothing of B and moves B's low past n. Once n is
-// due and a flooded lane holds the walk up before it, no seek reads n:
-// lane B, with room, never gets it.
+// starts past b1 and finds nothing of B, which must not move B's low past
+// n: once n is due and a flooded lane holds the walk up before it, a seek
+// reads n, and lane B, with room, gets it.
 func TestKeptSeekPastTheWalkKeepsNotDue(t *testing.T) {
 	s := open(t)
 	defer s.Close()
 	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
 	n := h.createAt("B", 0, time.Minute) // due in a minute
 	b1 := h.createAt("B", 0, 0)
-	var a []string
-	for range keptSkips + 6 {
-		a = append(a, h.createAt("A", 0, 0))
-	}
+	a := h.flood("A", 0, keptSkips+6)
 	c := h.createAt("C", -1, 0) // a lower priority: the seek of B reads on into it
 	if got, want := h.claim(10), []string{b1, a[0], a[1], c}; !slices.Equal(got, want) {
 		t.Fatalf("first claim = %v, want %v", got, want)
 	}
 	// More of A, of a higher priority, before n in claim order; A stays at
 	// its bound.
-	for range keptSkips + 6 {
-		h.createAt("A", 1, 0)
-	}
+	h.flood("A", 1, keptSkips+6)
 	h.t0 = h.t0.Add(time.Minute) // n is due; B has room for one more
-	var got []string
-	for range 5 {
-		got = append(got, h.claim(10)...)
-	}
+	got := h.claims(5)
 	if !slices.Contains(got, n) {
 		t.Fatalf("5 claims once %s is due took %v, want it: lane B has room; memory %s", n, got, keptMemory(s))
 	}
 }
 
-// TestKeptSeekIntoLowerPriorityKeepsNotDue: a seek that reads lane B's message
-// n, not due yet, in one priority and finds none of B in the next moves
-// B's low past that next priority, past n. Once n is due, a flooded lane
-// ahead keeps it back for good.
+// TestKeptSeekIntoLowerPriorityKeepsNotDue: a seek that reads lane B's
+// message n, not due yet, in one priority and finds none of B in the next
+// must not move B's low past that next priority, past n: once n is due, a
+// flooded lane ahead must not keep it back.
 func TestKeptSeekIntoLowerPriorityKeepsNotDue(t *testing.T) {
 	s := open(t)
 	defer s.Close()
 	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
-	var a []string
-	for range keptSkips + 6 {
-		a = append(a, h.createAt("A", 5, 0))
-	}
+	a := h.flood("A", 5, keptSkips+6)
 	n := h.createAt("B", 2, time.Minute) // due in a minute
 	c := h.createAt("C", 1, 0)
 	b := h.createAt("B", 0, 0)
@@ -680,20 +669,17 @@ func TestKeptSeekIntoLowerPriorityKeepsNotDue(t *testing.T) {
 		t.Fatalf("first claim = %v, want %v", got, want)
 	}
 	h.t0 = h.t0.Add(time.Minute) // n is due; B has room for one more, A none
-	var got []string
-	for range 5 {
-		got = append(got, h.claim(10)...)
-	}
+	got := h.claims(5)
 	if !slices.Contains(got, n) {
 		t.Fatalf("5 claims once %s is due took %v, want it: lane B has room; memory %s", n, got, keptMemory(s))
 	}
 }
 
-// TestKeptSeekPassesOverQuietLanes: the seek reads the keptSeeks lanes
-// whose low comes first, every claim the same ones: when those lanes' next
-// messages are not due (a replay spread over time, say), they take every
-// seek, and lane C, whose message is due, waits behind the flooded lane A
-// until theirs are due, an hour here.
+// TestKeptSeekPassesOverQuietLanes: the keptSeeks lanes whose low comes
+// first hold only messages not due (a replay spread over time, say); once
+// a seek found that, they are quiet and the next claims seek lane C, whose
+// message is due, rather than leave it behind the flooded lane A until
+// theirs are due, an hour here.
 func TestKeptSeekPassesOverQuietLanes(t *testing.T) {
 	s := open(t)
 	defer s.Close()
@@ -701,32 +687,23 @@ func TestKeptSeekPassesOverQuietLanes(t *testing.T) {
 	for i := range keptSeeks {
 		h.createAt(fmt.Sprintf("B%02d", i), 0, time.Hour)
 	}
-	var a []string
-	for range keptSkips + 6 {
-		a = append(a, h.createAt("A", 0, 0))
-	}
+	a := h.flood("A", 0, keptSkips+6)
 	c := h.createAt("C", 0, 0)
-	var got []string
-	for range 5 {
-		got = append(got, h.claim(10)...)
-	}
+	got := h.claims(5)
 	if want := []string{a[0], a[1], c}; !slices.Equal(got, want) {
 		t.Fatalf("5 claims took %v, want %v: A at its bound keeps C's message back", got, want)
 	}
 }
 
-// TestKeptSeekTakesInClaimOrderAcrossLanes: lane X's low stays at its message
-// of priority 5 that a claim took, so the next claim's seek reads X first
-// and takes X's priority 0 message, while lane Y's priority 3 message, due
-// and with room, is left out of a claim of one.
+// TestKeptSeekTakesInClaimOrderAcrossLanes: lane X's low stays at its
+// message of priority 5 that a claim took, so the next claim's seek reads X
+// first and finds X's priority 0 message; a claim of one must still take
+// lane Y's priority 3 message, due and with room, first.
 func TestKeptSeekTakesInClaimOrderAcrossLanes(t *testing.T) {
 	s := open(t)
 	defer s.Close()
 	h := newKeptHarness(t, s, herald.Admission{Concurrency: 2, ClaimAhead: 2})
-	var a []string
-	for range keptSkips + 6 {
-		a = append(a, h.createAt("A", 9, 0))
-	}
+	a := h.flood("A", 9, keptSkips+6)
 	x1, x2 := h.createAt("X", 5, 0), h.createAt("X", 0, 0)
 	y := h.createAt("Y", 3, 0)
 	if got, want := h.claim(3), []string{a[0], a[1], x1}; !slices.Equal(got, want) {
