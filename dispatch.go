@@ -227,20 +227,26 @@ func (e *Engine) timedRoute(route string) bool {
 // handed back (handedBack). It returns how many it started. The caller
 // holds dispatchMu.
 func (e *Engine) startPrefetched() int {
+	now := e.clock.Now()
+	// busy is the lane last found with as many calls as its concurrency:
+	// the messages of a claim come a lane's after another, and its next
+	// ones wait too, with no need to look its calls up again.
+	var busy LaneRef
 	started, kept, i := 0, 0, 0 // e.prefetched[:kept] wait for their lane; [kept:i] were taken
 	for ; i < len(e.prefetched) && len(e.slots) < cap(e.slots); i++ {
 		m := e.prefetched[i]
 		if e.keptLane(m) {
-			if e.handedBack(m) {
+			if e.handedBack(m, now) {
 				continue
 			}
-			if e.laneCalls[LaneRef{m.Route, m.Lane}] >= e.admission[m.Route].Concurrency {
+			if key := (LaneRef{m.Route, m.Lane}); key == busy || e.laneCalls[key] >= e.admission[m.Route].Concurrency {
+				busy = key
 				e.prefetched[kept] = m
 				kept++
 				continue
 			}
 		}
-		if e.stale(m) || e.heldByCircuit(m) {
+		if e.stale(m, now) || e.heldByCircuit(m) {
 			continue
 		}
 		e.startSend(m)
@@ -342,12 +348,11 @@ func (e *Engine) timedAhead() int {
 	return n
 }
 
-// handedBack hands m, of a lane this node keeps, back to the lane when it
-// waited so long for a call of its lane that less than half its accept
-// timeout is left (see stale): TO_RETRY, due at once, its attempt undone.
-// The caller holds dispatchMu.
-func (e *Engine) handedBack(m *Message) bool {
-	now := e.clock.Now()
+// handedBack hands m, of a lane this node keeps, back to the lane when at
+// now it has waited so long for a call of its lane that less than half its
+// accept timeout is left (see stale): TO_RETRY, due at once, its attempt
+// undone. The caller holds dispatchMu.
+func (e *Engine) handedBack(m *Message, now time.Time) bool {
 	if m.Deadline.Sub(now) > e.acceptTimeout(m.Route)/2 {
 		return false
 	}
@@ -380,11 +385,12 @@ func (e *Engine) handBackPrefetched() {
 	}
 }
 
-// stale reports whether a prefetched message waited so long for a slot that
-// less than half its accept timeout is left: it is not sent, and the reaper
-// retries it after its deadline, so that no send can overlap the retry's.
-func (e *Engine) stale(m *Message) bool {
-	left := m.Deadline.Sub(e.clock.Now())
+// stale reports whether a prefetched message has waited so long for a slot
+// that at now less than half its accept timeout is left: it is not sent,
+// and the reaper retries it after its deadline, so that no send can
+// overlap the retry's.
+func (e *Engine) stale(m *Message, now time.Time) bool {
+	left := m.Deadline.Sub(now)
 	if left > e.acceptTimeout(m.Route)/2 {
 		return false
 	}
