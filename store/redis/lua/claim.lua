@@ -92,15 +92,14 @@ end
 
 -- take takes message m of lane l for the claim, with a token of its
 -- tenant's bucket b (false when the route has none) and of the route's
--- own bucket when it has one: m holds a slot of the lane, and the lane's
--- state records the dispatch. When the lane's
--- circuit is open (its cool-down over) or probing (a probe that never
--- answered), m is the probe: the lane pauses for the cool-down, until its
--- answer.
+-- own bucket when it has one, and returns the fields of lst, as HSET
+-- takes them, that record the dispatch in the lane's state: the caller
+-- writes them, and moves m from lq to lin, where it holds a slot of the
+-- lane. When the lane's circuit is open (its cool-down over) or probing
+-- (a probe that never answered), m is the probe: the lane pauses for the
+-- cool-down, until its answer.
 local function take(l, m, b)
-	local r, rl = l.rule, l.rl
-	redis.call('ZREM', P .. 'lq:' .. rl, m.id)
-	redis.call('ZADD', P .. 'lin:' .. rl, 0, m.id)
+	local r = l.rule
 	local h = {}
 	if r.ahead > 0 and l.own ~= node then
 		l.own = node
@@ -126,15 +125,13 @@ local function take(l, m, b)
 			h[#h + 1] = v
 		end
 	end
-	if #h > 0 then
-		redis.call('HSET', P .. 'lst:' .. rl, unpack(h))
-	end
 	if b then
 		draw(b)
 	end
 	if r.qn > 0 then
 		draw(bucket(l.route, r.qn, r.qper))
 	end
+	return h
 end
 
 -- admit takes for the claim the first message of lane l that the lane
@@ -220,8 +217,8 @@ local function admit(l, head, room)
 		place(l, lnow, later, waited > 0)
 		return nil
 	end
-	take(l, m, b)
-	local took = { m }
+	local h = take(l, m, b)
+	local took, moved, lin = { m }, { m.id }, { '0', m.id }
 	if r.spacing == 0 and r.rn == 0 and r.tn == 0 and r.qn == 0 and not r.ordered and l.circ == '' then
 		local more = room - 1
 		if cap > 0 then
@@ -230,24 +227,21 @@ local function admit(l, head, room)
 		if more > 0 then
 			-- Of the priority of the first (so that a lane with messages
 			-- of a lower priority next takes them after the other lanes'
-			-- of a higher one).
-			-- take for each, with no limit but the concurrency: the moves
-			-- from lq to lin, one command per key for them all.
-			local moved, lin = {}, {}
-			for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lq:' .. rl, '-inf', -num(m.prio), 'LIMIT', 0, more)) do
-				local next = load(id)
-				if admissible(id, next) then
-					moved[#moved + 1], lin[#lin + 1], lin[#lin + 2] = id, 0, id
+			-- of a higher one), with no limit but the concurrency.
+			-- m, still in lq, is among the first more + 1: passed over.
+			for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lq:' .. rl, '-inf', -num(m.prio), 'LIMIT', 0, more + 1)) do
+				local next = id ~= m.id and #moved <= more and load(id)
+				if next and admissible(id, next) then
+					moved[#moved + 1], lin[#lin + 1], lin[#lin + 2] = id, '0', id
 					took[#took + 1] = next
 				end
 			end
-			if #moved > 0 then
-				redis.call('ZREM', P .. 'lq:' .. rl, unpack(moved))
-				redis.call('ZADD', P .. 'lin:' .. rl, unpack(lin))
-			end
 		end
 	end
-	place(l, lnow)
+	-- The moves from lq to lin, one command per key for them all.
+	redis.call('ZREM', P .. 'lq:' .. rl, unpack(moved))
+	redis.call('ZADD', P .. 'lin:' .. rl, unpack(lin))
+	place(l, lnow, nil, nil, h)
 	return took
 end
 
@@ -330,9 +324,12 @@ for i, m in ipairs(picked) do
 	if coal then
 		redis.call('SREM', coal, id)
 	end
-	m.st, m.attempt, m.updated, m.lease, m.seq = 'SENT_TO_NS', m.attempt + 1, now, lease + i, m.seq + 1
-	m.deadline = now + (timeouts[m.route] or default)
-	record(m, now, 'QUEUED', 'SENT_TO_NS', '')
+	-- Times go as strings, formatted as integers: Lua formats a number
+	-- that a string takes with %.14g, and Redis one that a command takes
+	-- with %.17g, both slower.
+	m.st, m.attempt, m.updated, m.lease, m.seq = 'SENT_TO_NS', m.attempt + 1, ARGV[1], lease + i, m.seq + 1
+	m.deadline = string.format('%d', now + (timeouts[m.route] or default))
+	record(m, ARGV[1], 'QUEUED', 'SENT_TO_NS', '')
 	local s = packed(m)
 	redis.call('HSET', P .. 'm:' .. id, 's', s, 't', m.timeline)
 	push(zrems, group .. 'QUEUED', id)

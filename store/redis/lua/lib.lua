@@ -745,8 +745,9 @@ end
 -- With now nil (unknown), a lane with a head and a free slot goes in
 -- lsched, for a claim to look at. With defer, a lane that may admit now
 -- goes in lpark at now instead: the claims after this one look at it. It
--- keeps ln too.
-local function place(l, now, later, defer)
+-- keeps ln too, and writes the fields also (of lst, as HSET takes them)
+-- with its own, when given.
+local function place(l, now, later, defer, also)
 	local rl, r = l.rl, l.rule
 	local head = redis.call('ZRANGE', P .. 'lq:' .. rl, 0, 0, 'WITHSCORES')
 	local flying = redis.call('ZCARD', P .. 'lin:' .. rl)
@@ -766,14 +767,19 @@ local function place(l, now, later, defer)
 	if not (head[1] and (l.sch or l.park > 0)) then
 		local lane = string.match(rl, '|(.*)$')
 		if head[1] or flying > 0 or redis.call('ZCARD', P .. 'ld:' .. rl) > 0 then
-			redis.call('SADD', P .. 'ln:' .. l.route, lane)
-			redis.call('PERSIST', P .. 'lst:' .. rl)
+			-- Only a lane that is not in ln has a TTL (see forget).
+			if redis.call('SADD', P .. 'ln:' .. l.route, lane) == 1 then
+				redis.call('PERSIST', P .. 'lst:' .. rl)
+			end
 		else
 			redis.call('SREM', P .. 'ln:' .. l.route, lane)
 			empty = true
 		end
 	end
 	if sch == l.sch and park == l.park then
+		if also and #also > 0 then
+			redis.call('HSET', P .. 'lst:' .. rl, unpack(also))
+		end
 		if empty then
 			forget(l, now)
 		end
@@ -794,7 +800,11 @@ local function place(l, now, later, defer)
 			redis.call('ZREM', P .. 'lpark', rl)
 		end
 	end
-	redis.call('HSET', P .. 'lst:' .. rl, 'sch', sch or '', 'park', park)
+	local h = { 'sch', sch or '', 'park', park }
+	for _, v in ipairs(also or {}) do
+		h[#h + 1] = v
+	end
+	redis.call('HSET', P .. 'lst:' .. rl, unpack(h))
 	l.sch, l.park = sch, park
 	if empty then
 		forget(l, now)
