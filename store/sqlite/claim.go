@@ -86,28 +86,51 @@ func (s *Store) readClaimed(ctx context.Context, claims []claimedRow, lease int6
 }
 
 // claim is Claim inside the writer's transaction: the gated routes' lanes
-// admit what they may (pickGated), then one UPDATE moves those and one
-// more the rest of the batch, and each appends its messages' timeline
-// entries. All the messages of a claim share its lease, which no other
+// admit what they may (pickLanes, then pickKept for the kept routes'),
+// an UPDATE moves each's messages and one more the rest of the batch, and
+// each appends its messages' timeline entries. A lane admits messages of
+// one priority in a pass: while one left some of a lower priority, and the
+// claim has room, another pass looks at the lanes again, in the order of
+// their new first messages (at most maxGatedPasses; the next claim takes
+// the rest). All the messages of a claim share its lease, which no other
 // claim gets; claim returns it.
 func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 	lease := tx.nextLease()
-	picked, lanes, err := tx.pickGated(c)
-	if err != nil {
-		return nil, 0, err
-	}
 	var claims []claimedRow
-	if len(picked) > 0 {
-		idsJSON, err := json.Marshal(picked)
-		if err != nil {
+	limit := min(c.GatedLimit, c.Limit)
+	for pass, cut := 0, true; cut && pass < maxGatedPasses && len(claims) < limit; pass++ {
+		pc := c
+		pc.GatedLimit = limit - len(claims)
+		var (
+			picked []string
+			lanes  []laneTaken
+			err    error
+		)
+		if picked, lanes, cut, err = tx.pickLanes(pc); err != nil {
 			return nil, 0, err
 		}
-		if claims, err = tx.claimWith(c, lease, true, string(idsJSON)); err != nil {
+		if len(picked) == 0 {
+			break
+		}
+		took, err := tx.claimGated(c, lease, picked)
+		if err != nil {
 			return nil, 0, err
 		}
 		if err := tx.claimedFrom(lanes, c.Node); err != nil {
 			return nil, 0, err
 		}
+		claims = append(claims, took...)
+	}
+	if room := limit - len(claims); room > 0 && len(tx.rules) > 0 {
+		picked, err := tx.pickKept(c, room)
+		if err != nil {
+			return nil, 0, err
+		}
+		took, err := tx.claimGated(c, lease, picked)
+		if err != nil {
+			return nil, 0, err
+		}
+		claims = append(claims, took...)
 	}
 	if rest := c.Limit - len(claims); rest > 0 {
 		more, err := tx.claimWith(c, lease, false, rest)
@@ -117,6 +140,21 @@ func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 		claims = append(claims, more...)
 	}
 	return claims, lease, nil
+}
+
+// maxGatedPasses bounds the passes of a claim over the lanes (see claim).
+const maxGatedPasses = 4
+
+// claimGated claims the gated messages picked, under lease.
+func (tx *wtx) claimGated(c herald.Claim, lease int64, picked []string) ([]claimedRow, error) {
+	if len(picked) == 0 {
+		return nil, nil
+	}
+	idsJSON, err := json.Marshal(picked)
+	if err != nil {
+		return nil, err
+	}
+	return tx.claimWith(c, lease, true, string(idsJSON))
 }
 
 // claimWith runs the claim statement under lease: of the gated messages

@@ -228,30 +228,32 @@ type laneRow struct {
 	owner            string
 }
 
-// pickGated returns the ids of the gated messages that their lanes admit
-// at c.Now, at most c.GatedLimit: lanes in the order of their first
-// message, each admitting what its limits allow, then the kept routes'
-// messages (pickKept). Lanes held back by time
+// pickLanes returns the ids of the gated messages that their lanes (but
+// the kept routes': pickKept) admit at c.Now, at most c.GatedLimit: lanes
+// in the order of their first message, each admitting what its limits
+// allow of the priority of the first it takes. Lanes held back by time
 // (spacing, pause, an empty bucket) are parked until then, so that the
 // next claims skip them; full lanes are out of lanes_ready until a slot
 // frees. It updates the lanes' spacing and buckets, the tenants' and the
-// routes'.
-func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
+// routes'. cut reports that a lane left due messages of a lower priority
+// that it might have admitted: the pass ends before the lanes whose first
+// message comes after the first of those, which the next pass (see claim)
+// takes in their place.
+func (tx *wtx) pickLanes(c herald.Claim) (picked []string, lanes []laneTaken, cut bool, err error) {
 	limit := min(c.GatedLimit, c.Limit)
 	if limit <= 0 || len(tx.rules) == 0 {
-		return nil, nil, nil
+		return nil, nil, false, nil
 	}
 	now := unixms.From(c.Now)
 	if _, err := tx.st.unparkLanes.Exec(now); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	var (
-		picked           []string
-		lanes            []laneTaken
 		buckets          = map[bucketKey]*claimBucket{}
 		afterPrio, after = int64(math.MaxInt64), "" // before every lane: no priority is this high
+		stop             *queued                    // the first message a lane left, when one did
 	)
-	for scanned := 0; len(picked) < limit && scanned < maxLaneScan; {
+	for scanned := 0; len(picked) < limit && scanned < maxLaneScan && stop == nil; {
 		want := min(lanePage, limit-len(picked)+8) // a few more, for the lanes that admit nothing
 		rows, err := tx.st.readyLanes.Query(afterPrio, after, want)
 		page, err := collect(rows, err, func(sc rowScanner) (laneRow, error) {
@@ -260,9 +262,12 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			return l, err
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		for _, l := range page {
+			if stop != nil && (l.headPrio < int64(stop.prio) || l.headPrio == int64(stop.prio) && l.headID > stop.id) {
+				break
+			}
 			scanned++
 			afterPrio, after = l.headPrio, l.headID
 			a, ok := tx.rules[l.route]
@@ -275,9 +280,12 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			if a.ClaimAhead > 0 {
 				a.ClaimAhead = c.KeptBound(a, herald.LaneRef{Route: l.route, Lane: l.lane})
 			}
-			took, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets)
+			took, left, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, false, err
+			}
+			if left != nil && (stop == nil || left.prio > stop.prio || left.prio == stop.prio && left.id < stop.id) {
+				stop = left
 			}
 			if len(took) > 0 {
 				lanes = append(lanes, laneTaken{l.route, l.lane, len(took)})
@@ -290,11 +298,6 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			break
 		}
 	}
-	kept, err := tx.pickKept(c, limit-len(picked))
-	if err != nil {
-		return nil, nil, err
-	}
-	picked = append(picked, kept...)
 	for key, b := range buckets {
 		if !b.drawn {
 			continue
@@ -306,10 +309,10 @@ func (tx *wtx) pickGated(c herald.Claim) ([]string, []laneTaken, error) {
 			_, err = tx.st.saveTenantBucket.Exec(key.route, key.tenant, b.tokens, now)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	return picked, lanes, nil
+	return picked, lanes, stop != nil, nil
 }
 
 // laneTaken is how many messages a claim took from a lane.
@@ -319,7 +322,7 @@ type laneTaken struct {
 }
 
 // claimedFrom records in each lane what a claim by node took from it (each
-// lane once: pickGated visits a lane once a claim): its slots, its new
+// lane once: pickLanes visits a lane once a pass): its slots, its new
 // first message and its owner (Admission.ClaimAhead), in one statement.
 // (The lanes_dequeued trigger and laneFlights leave claims to this, which
 // does once per lane what a trigger would do once per message.)
@@ -336,9 +339,18 @@ func (tx *wtx) claimedFrom(lanes []laneTaken, node string) error {
 	return err
 }
 
-// admitLane takes up to room messages of lane l at now, as a allows, and
-// records the dispatch in the lane; a lane held back by time is parked.
-func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket) (took []string, err error) {
+// queued is a QUEUED message of a lane, as admitLane reads it.
+type queued struct {
+	id, tenant string
+	prio       int
+}
+
+// admitLane takes up to room messages of lane l at now, as a allows, of
+// the priority of the first it takes, and records the dispatch in the
+// lane; a lane held back by time is parked. left is the first due message
+// of a lower priority that it left when it had room for it, nil when
+// none.
+func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket) (took []string, left *queued, err error) {
 	nowMS := unixms.From(now)
 	n, park := min(room, laneCap(a)-l.inflight), int64(0)
 	if l.pausedUntil > nowMS {
@@ -369,7 +381,7 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	var route *claimBucket // the route's own bucket, shared by its lanes
 	if !a.RouteRate.IsZero() {
 		if route, err = tx.bucket(buckets, a.RouteRate, bucketKey{route: l.route, whole: true}, now); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if route.tokens < 1 {
 			park = max(park, unixms.From(a.RouteRate.NextToken(route.tokens, now)))
@@ -378,10 +390,10 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	}
 	if park > 0 {
 		_, err := tx.st.parkLane.Exec(l.route, l.lane, park)
-		return nil, err
+		return nil, nil, err
 	}
 	if n <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// With a tenant bucket, messages of tenants out of tokens are passed
 	// over (within a tenant, first in stays first out): look further.
@@ -397,38 +409,46 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 		take = tx.st.laneTakeOrdered
 	}
 	rows, qerr := take.Query(l.route, l.lane, nowMS, look)
-	type queued struct{ id, tenant string }
 	due, err := collect(rows, qerr, func(sc rowScanner) (queued, error) {
 		var q queued
-		err := sc.Scan(&q.id, &q.tenant)
+		err := sc.Scan(&q.id, &q.tenant, &q.prio)
 		return q, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if len(took) == 0 && err == nil {
 			err = tx.hold(l, now)
 		}
 	}()
+	level := 0 // the priority of the first taken
 	for _, q := range due {
 		if len(took) == n {
+			break
+		}
+		if len(took) > 0 && q.prio < level {
+			// Other lanes' first messages of a higher priority go first.
+			left = &q
 			break
 		}
 		if !a.TenantRate.IsZero() {
 			b, err := tx.bucket(buckets, a.TenantRate, bucketKey{route: l.route, tenant: q.tenant}, now)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if b.tokens < 1 {
 				continue // its tenant is out of tokens; another tenant's may go
 			}
 			b.tokens, b.drawn = b.tokens-1, true
 		}
+		if len(took) == 0 {
+			level = q.prio
+		}
 		took = append(took, q.id)
 	}
 	if len(took) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if route != nil {
 		route.tokens, route.drawn = route.tokens-float64(len(took)), true
@@ -447,15 +467,15 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 	}
 	if a.Timed() {
 		if _, err = tx.st.laneDispatched.Exec(l.route, l.lane, nextAt, tokens, tokensAt, readyAt); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if probe { // no other message until the probe's answer, or the cool-down
 		if _, err := tx.st.laneProbe.Exec(l.route, l.lane, nowMS+l.cool); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return took, nil
+	return took, left, nil
 }
 
 // ReportCircuit feeds the circuit breaker of r's lane (see herald.Store).

@@ -170,17 +170,17 @@ func (st *writeStmts) defs() []stmtDef {
 			WHERE head_id != '' AND ready_at = 0 AND inflight < cap
 				AND (head_prio < ?1 OR (head_prio = ?1 AND head_id > ?2))
 			ORDER BY head_prio DESC, head_id LIMIT CAST(?3 AS INTEGER)`},
-		{&st.laneTake, `SELECT id, tenant FROM messages INDEXED BY messages_lane
+		{&st.laneTake, `SELECT id, tenant, priority FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = +?1 AND lane = +?2 AND due_at <= ?3
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		// The same without the tenant, for a route without a tenant bucket:
 		// the index alone answers it, no message's row is read.
-		{&st.laneTakeIDs, `SELECT id, '' FROM messages INDEXED BY messages_lane
+		{&st.laneTakeIDs, `SELECT id, '', priority FROM messages INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = +?1 AND lane = +?2 AND due_at <= ?3
 			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER)`},
 		// The same, on an ordered route: only messages with no older active
 		// message of their target.
-		{&st.laneTakeOrdered, `SELECT id, tenant FROM messages m INDEXED BY messages_lane
+		{&st.laneTakeOrdered, `SELECT id, tenant, priority FROM messages m INDEXED BY messages_lane
 			WHERE status = 'QUEUED' AND gated = 1 AND route = +?1 AND lane = +?2 AND due_at <= ?3
 				AND NOT EXISTS (SELECT 1 FROM messages o INDEXED BY messages_target
 					WHERE o.ordered = 1 AND o.status != 'DELIVERY_SUCCESSFUL' AND o.status != 'DELIVERY_FAILED' AND o.status != 'CANCELLED'

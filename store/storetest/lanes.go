@@ -292,6 +292,38 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	// A lane gives its messages of a lower priority only after the other
+	// lanes' first messages of a higher one, whether the claim's limit or
+	// the route's bucket is what runs short.
+	lowerAfterOtherLanes := func(t *testing.T, a herald.Admission, limit int, want func(bLow, bHigh, aHigh string) []string) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": a})
+		bLow := h.createN("g", "B", 1)[0]
+		bHigh, aHigh := newMessage("g"), newMessage("g")
+		bHigh.Lane, bHigh.Priority = "B", 1
+		aHigh.Lane, aHigh.Priority = "A", 1
+		h.create(bHigh)
+		h.create(aHigh)
+		if got, want := h.claimGated(t0, limit), want(bLow.ID, bHigh.ID, aHigh.ID); !slices.Equal(ids(got), want) {
+			t.Errorf("claim of %d = %v, want %v: B's priority 0 %s after both lanes' priority 1", limit, ids(got), want, bLow.ID)
+		}
+	}
+	eachKeeper(t, "LowerPriorityAfterOtherLanes", func(t *testing.T, keep keeper) {
+		lowerAfterOtherLanes(t, keep(herald.Admission{Concurrency: 5}), 2, func(_, bHigh, aHigh string) []string {
+			return []string{bHigh, aHigh}
+		})
+	})
+	t.Run("LowerPriorityAfterOtherLanesOnRouteRate", func(t *testing.T) {
+		lowerAfterOtherLanes(t, herald.Admission{RouteRate: herald.Rate{N: 2, Per: time.Minute}}, 10, func(_, bHigh, aHigh string) []string {
+			return []string{bHigh, aHigh}
+		})
+	})
+	eachKeeper(t, "LowerPriorityInTheSameClaim", func(t *testing.T, keep keeper) {
+		lowerAfterOtherLanes(t, keep(herald.Admission{Concurrency: 5}), 10, func(bLow, bHigh, aHigh string) []string {
+			return []string{bHigh, aHigh, bLow}
+		})
+	})
+
 	t.Run("GatedLimit", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 10}})
