@@ -106,7 +106,7 @@ func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 			lanes  []laneTaken
 			err    error
 		)
-		if picked, lanes, cut, err = tx.pickLanes(pc); err != nil {
+		if picked, lanes, cut, err = tx.pickLanes(pc, pass > 0); err != nil {
 			return nil, 0, err
 		}
 		if len(picked) == 0 {

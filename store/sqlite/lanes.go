@@ -238,8 +238,10 @@ type laneRow struct {
 // routes'. cut reports that a lane left due messages of a lower priority
 // that it might have admitted: the pass ends before the lanes whose first
 // message comes after the first of those, which the next pass (see claim)
-// takes in their place.
-func (tx *wtx) pickLanes(c herald.Claim) (picked []string, lanes []laneTaken, cut bool, err error) {
+// takes in their place. A lane that admits nothing with time on its side
+// is held (see hold), but in a later pass, which may visit a lane that
+// gave the claim messages in an earlier one.
+func (tx *wtx) pickLanes(c herald.Claim, later bool) (picked []string, lanes []laneTaken, cut bool, err error) {
 	limit := min(c.GatedLimit, c.Limit)
 	if limit <= 0 || len(tx.rules) == 0 {
 		return nil, nil, false, nil
@@ -280,7 +282,7 @@ func (tx *wtx) pickLanes(c herald.Claim) (picked []string, lanes []laneTaken, cu
 			if a.ClaimAhead > 0 {
 				a.ClaimAhead = c.KeptBound(a, herald.LaneRef{Route: l.route, Lane: l.lane})
 			}
-			took, left, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets)
+			took, left, err := tx.admitLane(c.Now, a, l, limit-len(picked), buckets, !later)
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -347,10 +349,11 @@ type queued struct {
 
 // admitLane takes up to room messages of lane l at now, as a allows, of
 // the priority of the first it takes, and records the dispatch in the
-// lane; a lane held back by time is parked. left is the first due message
-// of a lower priority that it left when it had room for it, nil when
-// none.
-func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket) (took []string, left *queued, err error) {
+// lane; a lane held back by time is parked, and with mayHold one that
+// admits nothing with time on its side is held. left is the first due
+// message of a lower priority that it left when it had room for it, and
+// its tenant a token, nil when none.
+func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket, mayHold bool) (took []string, left *queued, err error) {
 	nowMS := unixms.From(now)
 	n, park := min(room, laneCap(a)-l.inflight), int64(0)
 	if l.pausedUntil > nowMS {
@@ -418,7 +421,7 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 		return nil, nil, err
 	}
 	defer func() {
-		if len(took) == 0 && err == nil {
+		if len(took) == 0 && err == nil && mayHold {
 			err = tx.hold(l, now)
 		}
 	}()
@@ -427,19 +430,21 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 		if len(took) == n {
 			break
 		}
-		if len(took) > 0 && q.prio < level {
-			// Other lanes' first messages of a higher priority go first.
-			left = &q
-			break
-		}
+		var b *claimBucket
 		if !a.TenantRate.IsZero() {
-			b, err := tx.bucket(buckets, a.TenantRate, bucketKey{route: l.route, tenant: q.tenant}, now)
-			if err != nil {
+			if b, err = tx.bucket(buckets, a.TenantRate, bucketKey{route: l.route, tenant: q.tenant}, now); err != nil {
 				return nil, nil, err
 			}
 			if b.tokens < 1 {
 				continue // its tenant is out of tokens; another tenant's may go
 			}
+		}
+		if len(took) > 0 && q.prio < level {
+			// Other lanes' first messages of a higher priority go first.
+			left = &q
+			break
+		}
+		if b != nil {
 			b.tokens, b.drawn = b.tokens-1, true
 		}
 		if len(took) == 0 {

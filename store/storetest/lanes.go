@@ -324,6 +324,44 @@ func testLanes(t *testing.T, open opener) {
 		})
 	})
 
+	// A lane that gave a claim its first priority is not kept back by the
+	// same claim when its next message's tenant is out of tokens: the
+	// message goes once the tenant has a token again.
+	t.Run("LowerPriorityGoesWithItsTenantsNextToken", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {TenantRate: herald.Rate{N: 1, Per: 100 * time.Millisecond}}})
+		high, low := newMessage("g"), newMessage("g")
+		high.Lane, high.Priority = "A", 1
+		low.Lane = "A"
+		h.create(high)
+		h.create(low)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{high.ID}) {
+			t.Fatalf("claim at t0 = %v, want %s alone (the tenant's one token)", ids(got), high.ID)
+		}
+		if got := h.claimGated(at(200*time.Millisecond), 10); !slices.Equal(ids(got), []string{low.ID}) {
+			t.Errorf("claim at t0+200ms, the tenant's token back = %v, want %s", ids(got), low.ID)
+		}
+	})
+	// The same when another lane spends the tenant's last token after the
+	// lane left its lower priority for that lane's higher one.
+	t.Run("LowerPriorityGoesWhenAnotherLaneSpentTheToken", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": {TenantRate: herald.Rate{N: 2, Per: 100 * time.Millisecond}}})
+		bHigh, bLow, aHigh := newMessage("g"), newMessage("g"), newMessage("g")
+		bHigh.Lane, bHigh.Priority = "B", 1
+		bLow.Lane = "B"
+		aHigh.Lane, aHigh.Priority = "A", 1
+		h.create(bHigh)
+		h.create(bLow)
+		h.create(aHigh)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{bHigh.ID, aHigh.ID}) {
+			t.Fatalf("claim at t0 = %v, want the priority 1 %v (the tenant's two tokens)", ids(got), []string{bHigh.ID, aHigh.ID})
+		}
+		if got := h.claimGated(at(60*time.Millisecond), 10); !slices.Equal(ids(got), []string{bLow.ID}) {
+			t.Errorf("claim at t0+60ms, a token back = %v, want %s", ids(got), bLow.ID)
+		}
+	})
+
 	t.Run("GatedLimit", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 10}})
