@@ -265,6 +265,21 @@ BEGIN
 	WHERE route = new.route AND lane = new.lane AND head_id = old.id;
 END;
 
+-- A message of an ordered route that ends lets its target's next one go:
+-- that one's lane, held because the message waited for its turn, may admit
+-- again, even when it is not the lane of the message that ended (which
+-- laneFlights releases).
+CREATE TRIGGER IF NOT EXISTS lanes_target_ended AFTER UPDATE OF status ON messages
+WHEN old.ordered = 1 AND new.status IN ('DELIVERY_SUCCESSFUL', 'DELIVERY_FAILED', 'CANCELLED')
+	AND old.status NOT IN ('DELIVERY_SUCCESSFUL', 'DELIVERY_FAILED', 'CANCELLED')
+BEGIN
+	UPDATE lanes SET ready_at = 0, held = 0
+	WHERE held = 1 AND (route, lane) = (SELECT route, lane FROM messages INDEXED BY messages_target
+		WHERE ordered = 1 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED'
+			AND route = new.route AND target = new.target
+		ORDER BY id LIMIT 1);
+END;
+
 -- The inbox: the events push carriers sent back (herald.Inbound), from
 -- their ingress until the engine has applied them.
 CREATE TABLE IF NOT EXISTS inbox (

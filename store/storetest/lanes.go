@@ -542,6 +542,25 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
+	// A target's next message goes as soon as the one before ends, also
+	// when the two are in different lanes.
+	t.Run("OrderedAcrossLanes", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"o": {Ordered: true}})
+		first, next := newMessage("o"), newMessage("o")
+		first.Target, first.Lane = "dev-1", "A"
+		next.Target, next.Lane = "dev-1", "B"
+		h.create(first)
+		h.create(next)
+		if got := h.claimGated(t0, 10); !slices.Equal(ids(got), []string{first.ID}) {
+			t.Fatalf("claim = %v, want only the target's first %s", ids(got), first.ID)
+		}
+		h.transition(herald.Transition{ID: first.ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: t0})
+		if got := h.claimGated(at(10*time.Millisecond), 10); !slices.Equal(ids(got), []string{next.ID}) {
+			t.Errorf("claim 10 ms after the first ended = %v, want the next %s, of the other lane", ids(got), next.ID)
+		}
+	})
+
 	// A route made ordered holds back the messages stored before, and one
 	// no longer ordered lets them all go.
 	t.Run("OrderedChanges", func(t *testing.T) {
