@@ -101,15 +101,11 @@ func (tx *wtx) claim(c herald.Claim) ([]claimedRow, int64, error) {
 	for pass, cut := 0, true; cut && pass < maxGatedPasses && len(claims) < limit; pass++ {
 		pc := c
 		pc.GatedLimit = limit - len(claims)
-		var (
-			picked []string
-			lanes  []laneTaken
-			err    error
-		)
-		if picked, lanes, cut, err = tx.pickLanes(pc, pass > 0); err != nil {
+		picked, lanes, more, err := tx.pickLanes(pc, pass > 0)
+		if err != nil {
 			return nil, 0, err
 		}
-		if len(picked) == 0 {
+		if cut = more; len(picked) == 0 {
 			break
 		}
 		took, err := tx.claimGated(c, lease, picked)

@@ -62,6 +62,15 @@ func (h *keptHarness) claims(n int) []string {
 	return got
 }
 
+// wantClaimedDue fails unless 5 claims take id, now due, whose lane B has
+// room.
+func (h *keptHarness) wantClaimedDue(id string) {
+	h.t.Helper()
+	if got := h.claims(5); !slices.Contains(got, id) {
+		h.t.Fatalf("5 claims once %s is due took %v, want it: lane B has room; memory %s", id, got, keptMemory(h.s))
+	}
+}
+
 // createAt stores a message of lane of priority prio, due after due, and
 // returns its id.
 func (h *keptHarness) createAt(lane string, prio int, due time.Duration) string {
@@ -647,10 +656,7 @@ func TestKeptSeekPastTheWalkKeepsNotDue(t *testing.T) {
 	// its bound.
 	h.flood("A", 1, keptSkips+6)
 	h.t0 = h.t0.Add(time.Minute) // n is due; B has room for one more
-	got := h.claims(5)
-	if !slices.Contains(got, n) {
-		t.Fatalf("5 claims once %s is due took %v, want it: lane B has room; memory %s", n, got, keptMemory(s))
-	}
+	h.wantClaimedDue(n)
 }
 
 // TestKeptSeekIntoLowerPriorityKeepsNotDue: a seek that reads lane B's
@@ -669,10 +675,7 @@ func TestKeptSeekIntoLowerPriorityKeepsNotDue(t *testing.T) {
 		t.Fatalf("first claim = %v, want %v", got, want)
 	}
 	h.t0 = h.t0.Add(time.Minute) // n is due; B has room for one more, A none
-	got := h.claims(5)
-	if !slices.Contains(got, n) {
-		t.Fatalf("5 claims once %s is due took %v, want it: lane B has room; memory %s", n, got, keptMemory(s))
-	}
+	h.wantClaimedDue(n)
 }
 
 // TestKeptSeekPassesOverQuietLanes: the keptSeeks lanes whose low comes

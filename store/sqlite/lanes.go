@@ -253,7 +253,7 @@ func (tx *wtx) pickLanes(c herald.Claim, later bool) (picked []string, lanes []l
 	var (
 		buckets          = map[bucketKey]*claimBucket{}
 		afterPrio, after = int64(math.MaxInt64), "" // before every lane: no priority is this high
-		stop             *queued                    // the first message a lane left, when one did
+		stop             *keptKey                   // the first message a lane left, when one did
 	)
 	for scanned := 0; len(picked) < limit && scanned < maxLaneScan && stop == nil; {
 		want := min(lanePage, limit-len(picked)+8) // a few more, for the lanes that admit nothing
@@ -267,7 +267,7 @@ func (tx *wtx) pickLanes(c herald.Claim, later bool) (picked []string, lanes []l
 			return nil, nil, false, err
 		}
 		for _, l := range page {
-			if stop != nil && (l.headPrio < int64(stop.prio) || l.headPrio == int64(stop.prio) && l.headID > stop.id) {
+			if stop != nil && stop.before(keptKey{l.headPrio, l.headID}) {
 				break
 			}
 			scanned++
@@ -286,7 +286,7 @@ func (tx *wtx) pickLanes(c herald.Claim, later bool) (picked []string, lanes []l
 			if err != nil {
 				return nil, nil, false, err
 			}
-			if left != nil && (stop == nil || left.prio > stop.prio || left.prio == stop.prio && left.id < stop.id) {
+			if left != nil && (stop == nil || left.before(*stop)) {
 				stop = left
 			}
 			if len(took) > 0 {
@@ -341,19 +341,13 @@ func (tx *wtx) claimedFrom(lanes []laneTaken, node string) error {
 	return err
 }
 
-// queued is a QUEUED message of a lane, as admitLane reads it.
-type queued struct {
-	id, tenant string
-	prio       int
-}
-
 // admitLane takes up to room messages of lane l at now, as a allows, of
 // the priority of the first it takes, and records the dispatch in the
 // lane; a lane held back by time is parked, and with mayHold one that
 // admits nothing with time on its side is held. left is the first due
 // message of a lower priority that it left when it had room for it, and
 // its tenant a token, nil when none.
-func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket, mayHold bool) (took []string, left *queued, err error) {
+func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int, buckets map[bucketKey]*claimBucket, mayHold bool) (took []string, left *keptKey, err error) {
 	nowMS := unixms.From(now)
 	n, park := min(room, laneCap(a)-l.inflight), int64(0)
 	if l.pausedUntil > nowMS {
@@ -412,6 +406,10 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 		take = tx.st.laneTakeOrdered
 	}
 	rows, qerr := take.Query(l.route, l.lane, nowMS, look)
+	type queued struct {
+		id, tenant string
+		prio       int64
+	}
 	due, err := collect(rows, qerr, func(sc rowScanner) (queued, error) {
 		var q queued
 		err := sc.Scan(&q.id, &q.tenant, &q.prio)
@@ -425,7 +423,7 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 			err = tx.hold(l, now)
 		}
 	}()
-	level := 0 // the priority of the first taken
+	var level int64 // the priority of the first taken
 	for _, q := range due {
 		if len(took) == n {
 			break
@@ -441,7 +439,7 @@ func (tx *wtx) admitLane(now time.Time, a herald.Admission, l laneRow, room int,
 		}
 		if len(took) > 0 && q.prio < level {
 			// Other lanes' first messages of a higher priority go first.
-			left = &q
+			left = &keptKey{q.prio, q.id}
 			break
 		}
 		if b != nil {
