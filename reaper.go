@@ -123,21 +123,31 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 	}
 }
 
+// queueRecheck is how long after a failed check of a push carrier's queue
+// (QueueChecker) the reaper checks again.
+const queueRecheck = time.Minute
+
 // carrierTimeout handles a DELIVERED_TO_NS deadline: extended while a push
-// carrier still holds the message, retried or failed otherwise.
+// carrier still holds the message, retried or failed otherwise. A check
+// that fails tells neither, so the message waits for the next one, a
+// queueRecheck later (its max age and expiry still end it).
 func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 	now := e.clock.Now()
 	if qc, ok := r.Carrier.(QueueChecker); ok {
 		callCtx, end := e.startCall(ctx, CallQueueCheck, m)
 		queued, err := qc.StillQueued(callCtx, m)
 		end(queueCallOutcome(queued, err), "", err)
-		if err == nil && queued {
-			e.record(ctx, m, Transition{From: m.Status, To: m.Status, Lease: m.Lease, At: now,
-				Deadline: now.Add(r.Policy.Timeouts.Carrier), DueAt: m.DueAt})
-			return
-		}
 		if err != nil {
 			e.problem("carrier_error", "check carrier queue", "id", m.ID, "err", err)
+		}
+		if err != nil || queued {
+			next := r.Policy.Timeouts.Carrier
+			if err != nil {
+				next = min(next, queueRecheck)
+			}
+			e.record(ctx, m, Transition{From: m.Status, To: m.Status, Lease: m.Lease, At: now,
+				Deadline: now.Add(next), DueAt: m.DueAt})
+			return
 		}
 	}
 	cause := errors.New("carrier did not finish within the carrier timeout")

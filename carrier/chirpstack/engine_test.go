@@ -1,0 +1,155 @@
+package chirpstack
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chirpstack/chirpstack/api/go/v4/api"
+	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/clock"
+	"github.com/heraldmq/herald/store/sqlite"
+)
+
+// engineRig is a herald engine on a fresh SQLite store and a fake clock,
+// with one lorawan route "lora" on carrier c.
+type engineRig struct {
+	t     *testing.T
+	clock *clock.Fake
+	eng   *herald.Engine
+}
+
+func newEngineRig(t *testing.T, c *Carrier, adjust ...func(*herald.Policy)) *engineRig {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, err := herald.ProfilePolicy(herald.ProfileLoRaWAN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Admission = herald.Admission{}
+	for _, f := range adjust {
+		f(&p)
+	}
+	fc := clock.NewFake(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	eng, err := herald.New(herald.Config{
+		Store: st, Routes: []herald.Route{{Name: "lora", Carrier: c, Policy: p}}, Clock: fc,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Random: func() float64 { return 0 },
+		PollInterval: time.Millisecond, ReapInterval: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := eng.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return &engineRig{t: t, clock: fc, eng: eng}
+}
+
+func (r *engineRig) get(id string) *herald.Message {
+	r.t.Helper()
+	m, err := r.eng.Get(context.Background(), "acme", id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return m
+}
+
+// waitFor waits, in real time, until message id is in status want at
+// attempt attempt.
+func (r *engineRig) waitFor(id string, want herald.Status, attempt int) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		m := r.get(id)
+		if m.Status == want && m.Attempt == attempt {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("message is %s at attempt %d; want %s at attempt %d (last error %q)", m.Status, m.Attempt, want, attempt, m.LastError)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (r *engineRig) advance(d time.Duration) {
+	r.t.Helper()
+	waitUntil(r.t, "engine idle", r.eng.Idle)
+	r.clock.Advance(d)
+	waitUntil(r.t, "engine idle", r.eng.Idle)
+}
+
+// failGetQueues fails the next n GetQueue calls as a ChirpStack that is
+// briefly unreachable does (Unavailable).
+type failGetQueues struct {
+	api.DeviceServiceClient
+	n atomic.Int32
+}
+
+func (f *failGetQueues) GetQueue(ctx context.Context, in *api.GetDeviceQueueItemsRequest, opts ...grpc.CallOption) (*api.GetDeviceQueueItemsResponse, error) {
+	if f.n.Add(-1) >= 0 {
+		return nil, status.Error(codes.Unavailable, "connection refused")
+	}
+	return f.DeviceServiceClient.GetQueue(ctx, in, opts...)
+}
+
+// TestCarrierTimeoutGetQueueErrorIsNotGone: at the carrier timeout herald
+// asks ChirpStack's queue (GetQueue): item still queued -> extend, gone with
+// no txack -> retry (issue 11). When that one call fails (ChirpStack's API
+// restarting: Unavailable), herald knows neither: the message must wait
+// for the next check, neither retried (ChirpStack still holds its item and
+// will transmit it) nor, at its last attempt, failed.
+func TestCarrierTimeoutGetQueueErrorIsNotGone(t *testing.T) {
+	for _, last := range []bool{false, true} {
+		name := "retry"
+		if last {
+			name = "last attempt"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := startSim(t, simConfig())
+			c := newCarrier(t, Config{Server: s.Addr(), Token: token})
+			flaky := &failGetQueues{DeviceServiceClient: c.devices}
+			c.devices = flaky
+			r := newEngineRig(t, c, func(p *herald.Policy) {
+				if last {
+					p.MaxAttempts = 1
+				}
+			})
+			m, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "lora", Target: devA, Payload: []byte{1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.waitFor(m.ID, herald.StatusDeliveredToNS, 1)
+			item := r.get(m.ID).ExternalID
+
+			flaky.n.Store(1)
+			r.advance(15 * time.Minute) // the carrier timeout: GetQueue answers Unavailable
+			q, _ := s.Queue(devA)
+			if len(q) != 1 || q[0].ID != item {
+				t.Fatalf("ChirpStack's queue %+v; want the item %s still there", q, item)
+			}
+			if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || got.Attempt != 1 {
+				t.Fatalf("with its item %s still queued in ChirpStack (GetQueue failed once): %s at attempt %d (%q); want DELIVERED_TO_NS at attempt 1, checked again",
+					item, got.Status, got.Attempt, got.Timeline[len(got.Timeline)-1].Reason)
+			}
+		})
+	}
+}
