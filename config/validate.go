@@ -104,8 +104,32 @@ func (f *File) validateRoutes() []error {
 		for _, err := range r.validateCarrier() {
 			bad("%v", err)
 		}
+		if other, ok := f.sharedListener(i); ok {
+			bad("listens to the same ChirpStack application as route %q (mqtt url %s, application_id %q): each route's "+
+				"session would take events of the other's messages, which it cannot match; give each route an application of its own",
+				other, r.MQTT.URL, r.MQTT.ApplicationID)
+		}
 	}
 	return errs
+}
+
+// sharedListener returns the name of a chirpstack route before route i
+// that listens to the events of the same ChirpStack application on the
+// same broker (an empty application id listens to all), if any.
+func (f *File) sharedListener(i int) (string, bool) {
+	r := f.Routes[i]
+	if r.Carrier != CarrierChirpStack || r.MQTT == nil || r.MQTT.URL == "" {
+		return "", false
+	}
+	for _, o := range f.Routes[:i] {
+		if o.Carrier != CarrierChirpStack || o.MQTT == nil || o.MQTT.URL != r.MQTT.URL {
+			continue
+		}
+		if a, b := o.MQTT.ApplicationID, r.MQTT.ApplicationID; a == b || a == "" || b == "" {
+			return o.Name, true
+		}
+	}
+	return "", false
 }
 
 // validateCarrier checks the keys of the route's own carrier.

@@ -118,6 +118,17 @@ routes:
 routes:
   - {name: a, carrier: chirpstack, send: carrier-pigeon}
 `, []string{`send "carrier-pigeon"`}},
+		{"two chirpstack routes on one application", `
+routes:
+  - {name: meters, carrier: chirpstack, server: "cs:8080", mqtt: {url: "tcp://b:1883", application_id: app-1}}
+  - {name: other, carrier: chirpstack, server: "cs:8080", mqtt: {url: "tcp://b:1883", application_id: app-2}}
+  - {name: displays, carrier: chirpstack, server: "cs:8080", mqtt: {url: "tcp://b:1883", application_id: app-1}}
+`, []string{`routes[2] "displays"`, `same ChirpStack application as route "meters"`}},
+		{"chirpstack route listening to every application", `
+routes:
+  - {name: meters, carrier: chirpstack, server: "cs:8080", mqtt: {url: "tcp://b:1883", application_id: app-1}}
+  - {name: all, carrier: chirpstack, server: "cs:8080", mqtt: {url: "tcp://b:1883"}}
+`, []string{`routes[1] "all"`, `as route "meters"`}},
 		{"chirpstack mqtt without url", `
 routes:
   - {name: a, carrier: chirpstack, send: mqtt}
