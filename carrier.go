@@ -1,6 +1,9 @@
 package herald
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Path is the sequence of stages a carrier takes a message through.
 type Path int
@@ -53,6 +56,16 @@ type Carrier interface {
 // the store is down), the carrier must stop and return its error.
 type Resumer interface {
 	SendResumable(ctx context.Context, m *Message, progress func(externalID string) error) (SendResult, error)
+}
+
+// SlowCaller is implemented by carriers whose call may rightly outlive
+// the route's accept timeout (a vendor's create-task call that answers
+// after 37 s): the engine bounds their call by CallTimeout instead. While
+// any carrier's call runs, the engine keeps the message's claim alive (its
+// SENT_TO_NS deadline moves on with the call), so no node retries the
+// message while its call may still succeed.
+type SlowCaller interface {
+	CallTimeout() time.Duration
 }
 
 // Laner is implemented by carriers that derive a message's lane when

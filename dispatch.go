@@ -459,16 +459,22 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "expired",
 			LastError: "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)}, true, outcomeOther
 	}
-	sendCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
+	bound := r.Policy.Timeouts.Accept
+	if sc, ok := r.Carrier.(SlowCaller); ok {
+		bound = max(bound, sc.CallTimeout())
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, bound)
+	keeper := e.keepClaim(r, m, e.clock.Now().Add(bound))
 	var (
 		res SendResult
 		err error
 	)
 	if rc, ok := r.Carrier.(Resumer); ok {
-		res, err = rc.SendResumable(sendCtx, m, func(externalID string) error { return e.progress(sendCtx, m, externalID) })
+		res, err = rc.SendResumable(sendCtx, m, func(externalID string) error { return e.progress(sendCtx, m, keeper.current(), externalID) })
 	} else {
 		res, err = r.Carrier.Send(sendCtx, m)
 	}
+	keeper.stop()
 	cancel()
 	if err != nil {
 		if e.sendCtx.Err() != nil {
@@ -543,9 +549,9 @@ func (e *Engine) retryDelay(r *route, m *Message) time.Duration {
 
 // progress records how far a resumable send of m got, as its ExternalID,
 // under the claim's lease: the status and the deadline stay.
-func (e *Engine) progress(ctx context.Context, m *Message, externalID string) error {
+func (e *Engine) progress(ctx context.Context, m *Message, deadline time.Time, externalID string) error {
 	err := e.transition(ctx, m, Transition{From: StatusSentToNS, To: StatusSentToNS, Lease: m.Lease,
-		Deadline: m.Deadline, ExternalID: externalID})
+		Deadline: deadline, ExternalID: externalID})
 	if err == nil {
 		m.ExternalID = externalID
 	}

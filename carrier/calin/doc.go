@@ -53,10 +53,12 @@
 //     the message's external id, durably, through herald.Resumer's
 //     progress; when that fails, it creates nothing.
 //   - A create call is bounded by CreateTimeout (2 minutes), not by the
-//     accept timeout: when the send's context ends first, the send returns
-//     a transient error and the call goes on. The message's retry, on
-//     this node, waits for that call and takes the task it created, so a
-//     slow create still ends in one task and one delivery.
+//     accept timeout: the send waits for it (the carriers are
+//     herald.SlowCallers), and the engine keeps the message's claim alive
+//     meanwhile, so a slow create ends in one task and one delivery, and
+//     holds its DCU slot while it runs. Should the send end first (herald
+//     stopping), the call goes on; the message's retry, on this node,
+//     waits for it and takes the task it created.
 //   - A retry that finds the mark of an earlier attempt whose call it
 //     cannot account for (herald restarted or was killed during the call,
 //     another node made it, the call timed out or lost its connection

@@ -22,6 +22,10 @@ const DefaultCreateTimeout = 2 * time.Minute
 // message's retry to take its task.
 const keepCalls = 15 * time.Minute
 
+// callSlack is how much longer than its create call a send may take: the
+// login before it (V2), and the mark.
+const callSlack = 30 * time.Second
+
 // The marks a send keeps as the message's external id while it has no
 // task id (see the package comment): "calin:creating:<attempt>" before the
 // create call of that attempt, "calin:not-created:<attempt>" once the
@@ -84,6 +88,9 @@ func newCreator(version string, timeout time.Duration) *creator {
 	return &creator{version: version, timeout: timeout, ctx: ctx, cancel: cancel, calls: map[callKey]*createCall{}}
 }
 
+// callTimeout is the bound of a send: the create call's and callSlack.
+func (cr *creator) callTimeout() time.Duration { return cr.timeout + callSlack }
+
 // close ends the calls still running and waits for them.
 func (cr *creator) close() {
 	cr.cancel()
@@ -99,8 +106,13 @@ func (cr *creator) close() {
 //     message fails permanently, in doubt, and no second task is created;
 //   - before its own call, send makes the mark durable through progress,
 //     and creates nothing when that fails;
-//   - a call still running when ctx ends goes on in the background, up to
-//     the create timeout, for the retry to take its task.
+//   - send waits for its call, which the create timeout bounds: the
+//     engine keeps the message's claim alive meanwhile (callTimeout, a
+//     herald.SlowCaller's), so a slow create ends in one task and one
+//     delivery;
+//   - a call still running when ctx ends (herald stops) goes on in the
+//     background, up to the create timeout, for the retry on this node to
+//     take its task.
 func (cr *creator) send(ctx context.Context, m *herald.Message, t task, progress func(string) error, create func(context.Context) (string, error)) (herald.SendResult, error) {
 	prefix := fmt.Sprintf("%s: %s", cr.version, t.describe())
 	if n, ok := creatingAttempt(m.ExternalID); ok && n < m.Attempt {
@@ -131,7 +143,7 @@ func (cr *creator) send(ctx context.Context, m *herald.Message, t task, progress
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		return herald.SendResult{}, fmt.Errorf("%s: the create-task call has not answered within the accept timeout; it goes on for up to %v, and the retry takes the task it creates instead of creating another", prefix, cr.timeout)
+		return herald.SendResult{}, fmt.Errorf("%s: the send ended before the create-task call answered; the call goes on for up to %v, and a retry on this node takes the task it creates instead of creating another", prefix, cr.timeout)
 	}
 	switch {
 	case c.err == nil:

@@ -117,6 +117,11 @@ func v1Task(m *herald.Message) (task, error) {
 	return t, err
 }
 
+// CallTimeout bounds a send: the create call's own bound and a little
+// more, so that the engine keeps the message's claim alive while a slow
+// create call runs (herald.SlowCaller).
+func (c *V1) CallTimeout() time.Duration { return c.creator.callTimeout() }
+
 // Send creates m's task; see SendResumable.
 func (c *V1) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
 	return c.SendResumable(ctx, m, func(string) error { return nil })

@@ -139,6 +139,11 @@ func (c *V2) task(m *herald.Message) (task, error) {
 	return t, nil
 }
 
+// CallTimeout bounds a send: the create call's own bound and a little
+// more, so that the engine keeps the message's claim alive while a slow
+// create call runs (herald.SlowCaller).
+func (c *V2) CallTimeout() time.Duration { return c.creator.callTimeout() }
+
 // Send creates m's task; see SendResumable.
 func (c *V2) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
 	return c.SendResumable(ctx, m, func(string) error { return nil })
