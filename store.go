@@ -118,7 +118,8 @@ type Store interface {
 	// before, and up to limit room events published before before, and
 	// returns how many of both. It may also forget the state of lanes
 	// without messages whose spacing, pause and buckets ended before
-	// before (a forgotten lane reads as a fresh one, as it would be).
+	// before (a forgotten lane reads as a fresh one, as it would be), and
+	// the ids of settled inbox events received before before.
 	Prune(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// ClaimEvents returns up to limit outbox events due at now, and hides them
@@ -130,7 +131,10 @@ type Store interface {
 	SettleEvent(ctx context.Context, r EventResult) error
 
 	// AddInbound stores ev, an event a push carrier sent back, in the
-	// inbox: durable on return, due at ev.DueAt.
+	// inbox: durable on return, due at ev.DueAt. An event whose id the
+	// inbox holds, or held and settled (see SettleInbound), is not stored
+	// again: a copy that comes late (another node's session, a post
+	// repeated) is not applied a second time.
 	AddInbound(ctx context.Context, ev Inbound) error
 
 	// ClaimInbound returns up to limit inbox events due at now, earliest
@@ -142,7 +146,8 @@ type Store interface {
 	// Correlation is correlation (an ack and its uplink), claimed or not.
 	InboundByCorrelation(ctx context.Context, route, correlation string) ([]Inbound, error)
 
-	// SettleInbound applies s in one write: deletes s.Done, makes s.Later
+	// SettleInbound applies s in one write: deletes s.Done, remembering
+	// their ids until Prune is given a time after their At, makes s.Later
 	// due at s.DueAt, and enqueues s.Event for each of s.Notify (its ID
 	// and a subscriber's name make each outbox event's id; enqueueing an
 	// id twice keeps one). Unknown ids are skipped.

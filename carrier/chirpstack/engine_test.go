@@ -16,6 +16,8 @@ import (
 	"github.com/chirpstack/chirpstack/api/go/v4/api"
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/clock"
+	"github.com/heraldmq/herald/internal/mqtttest"
+	csim "github.com/heraldmq/herald/sim/chirpstack"
 	"github.com/heraldmq/herald/store/sqlite"
 )
 
@@ -95,6 +97,68 @@ func (r *engineRig) advance(d time.Duration) {
 	waitUntil(r.t, "engine idle", r.eng.Idle)
 	r.clock.Advance(d)
 	waitUntil(r.t, "engine idle", r.eng.Idle)
+}
+
+// TestSendMQTTLateCopyOfAnAttemptsNackLeavesTheRetryAlone: with send: mqtt
+// the queue item id is the message id at every attempt. Attempt 1 of a
+// confirmed downlink is not acknowledged (ChirpStack's ack with
+// acknowledged=false); herald retries, and attempt 2 is queued in
+// ChirpStack. A second herald node, each with its own MQTT session as the
+// README asks, gets its copy of that ack only now (it was restarting and
+// the broker kept the event for its session; or it was just slower). The
+// copy is the event already applied: it must not fail attempt 2, which
+// ChirpStack still holds and may transmit.
+func TestSendMQTTLateCopyOfAnAttemptsNackLeavesTheRetryAlone(t *testing.T) {
+	broker := mqtttest.Start(t).URL()
+	cfg := simConfig()
+	cfg.MQTT = &csim.MQTTConfig{Server: broker, QoS: 1}
+	cfg.Loss = 1      // the device hears nothing: ChirpStack nacks at its next uplink
+	cfg.AckDelay = -1 // the device sends only the uplinks the test asks for
+	s := startSim(t, cfg)
+	c := newCarrier(t, Config{Server: s.Addr(), Token: token, Send: SendMQTT,
+		MQTT: &MQTTConfig{URL: broker, ApplicationID: csim.DefaultApplicationID, ClientID: "herald-node-a"}})
+	subscribed := make(chan struct{}, 10)
+	c.subscribed = func() { subscribed <- struct{}{} }
+	r := newEngineRig(t, c)
+	select {
+	case <-subscribed:
+	case <-time.After(timeout):
+		t.Fatal("the route's listener did not subscribe")
+	}
+
+	m, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "lora", Target: devA, Payload: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusDeliveredToNS, 1)
+	waitUntil(t, "attempt 1 queued in ChirpStack", func() bool { q, _ := s.Queue(devA); return len(q) == 1 })
+	if _, err := s.Uplink(devA, 1, []byte{9}); err != nil { // the Class-A device's receive window: item transmitted, lost
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusSentToDevice, 1)
+	if _, err := s.Uplink(devA, 1, []byte{9}); err != nil { // no ACK bit: ChirpStack sends ack acknowledged=false
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusToRetry, 1)
+	nack := waitEvent(t, s, func(e csim.Event) bool { return e.Type == "ack" })
+	body, err := csim.Marshal(nack.Message, csim.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r.advance(time.Minute) // the retry's backoff
+	r.waitFor(m.ID, herald.StatusDeliveredToNS, 2)
+	waitUntil(t, "attempt 2 queued in ChirpStack", func() bool { q, _ := s.Queue(devA); return len(q) == 1 })
+
+	// Node B's copy of attempt 1's nack (the same bytes from the broker).
+	if err := r.eng.Ingest(context.Background(), "lora", "ack", ContentTypeJSON, body); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(time.Millisecond)
+	if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || got.Attempt != 2 {
+		t.Fatalf("attempt 2, queued in ChirpStack, is %s at attempt %d (%q) after a late copy of attempt 1's nack; want DELIVERED_TO_NS at attempt 2",
+			got.Status, got.Attempt, got.Timeline[len(got.Timeline)-1].Reason)
+	}
 }
 
 // failGetQueues fails the next n GetQueue calls as a ChirpStack that is

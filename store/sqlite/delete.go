@@ -45,7 +45,10 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, er
 		if _, err := tx.st.pruneLanes.Exec(unixms.From(before), limit); err != nil {
 			return err
 		}
-		_, err = tx.st.pruneBuckets.Exec(unixms.From(before), limit)
+		if _, err := tx.st.pruneBuckets.Exec(unixms.From(before), limit); err != nil {
+			return err
+		}
+		_, err = tx.st.pruneInboxDone.Exec(unixms.From(before), limit)
 		return err
 	})
 	return n, wrap("prune", err)

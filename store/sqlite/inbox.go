@@ -59,7 +59,10 @@ func (s *Store) InboundByCorrelation(ctx context.Context, route, correlation str
 // for s.Notify, in one transaction.
 func (s *Store) SettleInbound(ctx context.Context, settle herald.InboundSettle) error {
 	err := s.write(ctx, func(tx *wtx) error {
-		for _, id := range settle.Done {
+		for _, id := range settle.Done { // remembered, then deleted
+			if _, err := tx.st.settledInbound.Exec(id); err != nil {
+				return err
+			}
 			if _, err := tx.st.deleteInbound.Exec(id); err != nil {
 				return err
 			}

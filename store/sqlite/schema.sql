@@ -297,4 +297,11 @@ CREATE TABLE IF NOT EXISTS inbox (
 	due_at       INTEGER NOT NULL  -- next claim; a claim pushes it to its lease's end
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS inbox_due ON inbox (due_at, id);
+-- The ids of the inbox's settled events, with when they came (at), until
+-- the pruner's cut passes it: a late copy of one is not stored again.
+CREATE TABLE IF NOT EXISTS inbox_done (
+	id TEXT PRIMARY KEY,
+	at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS inbox_done_at ON inbox_done (at);
 CREATE INDEX IF NOT EXISTS inbox_correlation ON inbox (route, correlation) WHERE correlation != '';

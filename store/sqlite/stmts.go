@@ -23,6 +23,7 @@ type writeStmts struct {
 
 	// The inbox's (inbox.go).
 	addInbound, claimInbound, deleteInbound, laterInbound *sql.Stmt
+	settledInbound, pruneInboxDone                        *sql.Stmt
 	killEvent                                             *sql.Stmt
 
 	// The rooms' (rooms.go).
@@ -154,10 +155,14 @@ func (st *writeStmts) defs() []stmtDef {
 			RETURNING id, subscriber, message_id, type, at, attempt, data`},
 		{&st.insertDataEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error, data)
 			VALUES (?1, ?2, '', ?3, ?4, 0, ?4, 0, '', ?5)`},
-		{&st.addInbound, `INSERT OR IGNORE INTO inbox (` + inboxCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.addInbound, `INSERT OR IGNORE INTO inbox (` + inboxCols + `)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE NOT EXISTS (SELECT 1 FROM inbox_done WHERE id = ?1)`},
 		{&st.claimInbound, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_due
 			WHERE due_at <= ? ORDER BY due_at, id LIMIT CAST(? AS INTEGER)`},
+		{&st.settledInbound, `INSERT OR IGNORE INTO inbox_done (id, at) SELECT id, at FROM inbox WHERE id = ?`},
 		{&st.deleteInbound, `DELETE FROM inbox WHERE id = ?`},
+		{&st.pruneInboxDone, `DELETE FROM inbox_done WHERE id IN (
+				SELECT id FROM inbox_done INDEXED BY inbox_done_at WHERE at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.laterInbound, `UPDATE inbox SET due_at = ?2 WHERE id = ?1`},
 		{&st.deleteEvent, `DELETE FROM events WHERE id = ?`},
 		{&st.retryEvent, `UPDATE events SET due_at = ?, attempt = ?, last_error = ? WHERE id = ?`},

@@ -104,6 +104,26 @@ func testInbound(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("SettledNotAddedAgain", func(t *testing.T) {
+		h := open(t)
+		h.addInbound(inbound("a", t0), inbound("b", at(time.Hour)))
+		h.claimInbound(at(time.Hour), 10, at(2*time.Hour))
+		h.settleInbound(herald.InboundSettle{Done: []string{"a", "b"}})
+		late := inbound("a", at(3*time.Hour)) // a copy of a, from another node's session
+		h.addInbound(late, inbound("b", at(3*time.Hour)))
+		if got := h.claimInbound(at(4*time.Hour), 10, at(5*time.Hour)); len(got) != 0 {
+			t.Fatalf("claim after late copies of settled events: %v, want none", inboundIDs(got))
+		}
+		// The pruner's cut passes a's arrival, not b's: a's id is forgotten.
+		if _, err := h.s.Prune(h.ctx, at(30*time.Minute), 10); err != nil {
+			t.Fatal(err)
+		}
+		h.addInbound(late, inbound("b", at(3*time.Hour)))
+		if got := h.claimInbound(at(4*time.Hour), 10, at(5*time.Hour)); !slices.Equal(inboundIDs(got), []string{"a"}) {
+			t.Errorf("claim after the prune: %v, want [a] (b's id is still remembered)", inboundIDs(got))
+		}
+	})
+
 	t.Run("ByCorrelation", func(t *testing.T) {
 		h := open(t)
 		ack := inbound("ack", t0)

@@ -62,6 +62,8 @@
 --   indue         zset: the inbox events; score due time (a claim's lease
 --                 end while claimed)
 --   incorr:<R|C>  set: the inbox events of route R and correlation C
+--   indone        zset: the ids of the settled inbox events; score their
+--                 at, for Prune: a late copy of one is not stored again
 --
 -- Lanes: a gated route's messages wait in their lane, R|L, not in ready.
 --   lclock        string: 'server' when the lanes' times are the server's

@@ -11,4 +11,9 @@ end
 if #evs > 0 then
 	redis.call('ZREM', P .. 'evts', unpack(evs))
 end
+-- Settled inbox events' ids go uncounted, by when the events came.
+local seen = redis.call('ZRANGEBYSCORE', P .. 'indone', '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #seen > 0 then
+	redis.call('ZREM', P .. 'indone', unpack(seen))
+end
 return #ids + #evs

@@ -9,8 +9,10 @@ local n = tonumber(ARGV[8])
 for i = 9, 8 + n do
 	local id = ARGV[i]
 	local key = P .. 'in:' .. id
-	local ci = redis.call('HGET', key, 'ci')
+	local v = redis.call('HMGET', key, 'ci', 'at')
+	local ci = v[1]
 	if ci then
+		redis.call('ZADD', P .. 'indone', v[2], id) -- remembered until pruned
 		redis.call('DEL', key)
 		redis.call('ZREM', P .. 'indue', id)
 		if ci ~= '' then
