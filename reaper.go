@@ -172,12 +172,23 @@ func (e *Engine) awaitingTask(m *Message) bool {
 	return ok && m.Status == StatusDeliveredToNS && r.Carrier.Path() == PathPull
 }
 
-// poll asks a pull carrier how its task is doing. A failed task is retried
-// with the carrier's reason, or fails at once when that is permanent; a
-// poll that errs is tried again at the next poll.
+// poll asks a pull carrier how its task is doing, once it has taken the
+// poll (Store.ClaimPoll), so that one node polls a task: the task's DueAt
+// moves twice the accept timeout on (a poll's bound, and its answer's
+// write), when another node may poll it if this one died. A failed task
+// is retried with the carrier's reason, or fails at once when that is
+// permanent; a poll that errs is tried again at the next poll.
 func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 	p, ok := r.Carrier.(Poller)
 	if !ok {
+		return
+	}
+	hold := e.clock.Now().Add(2 * r.Policy.Timeouts.Accept)
+	switch err := e.store.ClaimPoll(ctx, m.ID, m.Lease, m.DueAt, hold); {
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+		return // another node polls it, or the task moved on
+	case err != nil:
+		e.problem("store_error", "take a poll", "id", m.ID, "err", err)
 		return
 	}
 	pollCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)

@@ -96,6 +96,13 @@ type Store interface {
 	// extended).
 	Transition(ctx context.Context, t Transition) error
 
+	// ClaimPoll takes the poll of pull task id, due at due, for the
+	// caller, so that one node polls a task: it moves the message's DueAt
+	// to until when the message is DELIVERED_TO_NS under lease with DueAt
+	// due, and returns ErrConflict otherwise (another node took the poll,
+	// or the task moved on) or ErrNotFound.
+	ClaimPoll(ctx context.Context, id string, lease int64, due, until time.Time) error
+
 	// Overdue returns up to limit active messages that need the reaper: in
 	// flight past their Deadline, past their ExpiresAt, or DELIVERED_TO_NS
 	// with a DueAt (a poll) <= now.

@@ -100,6 +100,16 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 	return outcome("transition", res)
 }
 
+// ClaimPoll moves the due of pull task id, DELIVERED_TO_NS under lease
+// and due at due, to until; see herald.Store.
+func (s *Store) ClaimPoll(ctx context.Context, id string, lease int64, due, until time.Time) error {
+	res, err := s.eval(ctx, claimPollScript, id, lease, unixms.From(due), unixms.From(until))
+	if err != nil {
+		return wrap(ctx, "claim poll", err)
+	}
+	return outcome("claim poll", res)
+}
+
 // Release moves up to limit TO_RETRY messages whose DueAt <= now back to
 // QUEUED, earliest due first, and returns how many moved.
 func (s *Store) Release(ctx context.Context, now time.Time, limit int) (int, error) {

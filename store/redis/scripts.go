@@ -33,6 +33,7 @@ var (
 	claimScript       = function("claim")
 	transitionScript  = function("transition")
 	releaseScript     = function("release")
+	claimPollScript   = function("claim_poll")
 	overdueScript     = function("overdue")
 	countsScript      = function("counts")
 	pruneScript       = function("prune")

@@ -24,6 +24,7 @@ type writeStmts struct {
 	// The inbox's (inbox.go).
 	addInbound, claimInbound, deleteInbound, laterInbound *sql.Stmt
 	settledInbound, pruneInboxDone                        *sql.Stmt
+	claimPoll                                             *sql.Stmt
 	killEvent                                             *sql.Stmt
 
 	// The rooms' (rooms.go).
@@ -159,6 +160,8 @@ func (st *writeStmts) defs() []stmtDef {
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE NOT EXISTS (SELECT 1 FROM inbox_done WHERE id = ?1)`},
 		{&st.claimInbound, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_due
 			WHERE due_at <= ? ORDER BY due_at, id LIMIT CAST(? AS INTEGER)`},
+		{&st.claimPoll, `UPDATE messages SET due_at = ?4
+			WHERE id = ?1 AND status = 'DELIVERED_TO_NS' AND lease = ?2 AND due_at = ?3`},
 		{&st.settledInbound, `INSERT OR IGNORE INTO inbox_done (id, at) SELECT id, at FROM inbox WHERE id = ?`},
 		{&st.deleteInbound, `DELETE FROM inbox WHERE id = ?`},
 		{&st.pruneInboxDone, `DELETE FROM inbox_done WHERE id IN (

@@ -39,6 +39,19 @@ func requeued(t herald.Transition) bool {
 	return t.From.Terminal() && t.To == herald.StatusQueued
 }
 
+// ClaimPoll moves the DueAt of pull task id, DELIVERED_TO_NS under lease
+// and due at due, to until; see herald.Store.
+func (s *Store) ClaimPoll(ctx context.Context, id string, lease int64, due, until time.Time) error {
+	err := s.write(ctx, func(tx *wtx) error {
+		n, err := deleted(tx.st.claimPoll.Exec(id, lease, unixms.From(due), unixms.From(until)))
+		if err == nil && n == 0 {
+			err = tx.missing(id)
+		}
+		return err
+	})
+	return wrap("claim poll", err)
+}
+
 // transition is Transition inside the writer's transaction: one UPDATE
 // applies it and appends its timeline entry. On ErrConflict and
 // ErrNotFound it has changed nothing.

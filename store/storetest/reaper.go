@@ -87,6 +87,60 @@ func testOverdue(t *testing.T, open opener) {
 	})
 }
 
+func testClaimPoll(t *testing.T, open opener) {
+	// polled returns a message claimed at t0 and accepted as a pull task
+	// whose first poll is due at due.
+	polled := func(h *harness, due time.Time) *herald.Message {
+		h.create(newMessage("r1"))
+		m := h.claim(t0, 1)[0]
+		h.transition(herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusDeliveredToNS, Lease: m.Lease,
+			At: t0, DueAt: due, Deadline: at(48 * time.Hour), ExternalID: "task-1"})
+		return h.get(m.ID)
+	}
+	due, until := at(10*time.Second), at(40*time.Second)
+
+	t.Run("OneTaker", func(t *testing.T) {
+		h := open(t)
+		m := polled(h, due)
+		if err := h.s.ClaimPoll(h.ctx, m.ID, m.Lease, due, until); err != nil {
+			t.Fatalf("ClaimPoll: %v", err)
+		}
+		got := h.get(m.ID)
+		if !sameTime(got.DueAt, until) || got.Status != herald.StatusDeliveredToNS || len(got.Timeline) != len(m.Timeline) || got.ExternalID != "task-1" {
+			t.Errorf("after ClaimPoll: %s due %v, %d timeline entries, external id %q; want DELIVERED_TO_NS due %v, %d entries, task-1",
+				got.Status, got.DueAt, len(got.Timeline), got.ExternalID, until, len(m.Timeline))
+		}
+		// Another node, which read the same due, finds the poll taken.
+		if err := h.s.ClaimPoll(h.ctx, m.ID, m.Lease, due, at(50*time.Second)); !errors.Is(err, herald.ErrConflict) {
+			t.Errorf("second ClaimPoll of the same due: %v, want ErrConflict", err)
+		}
+		if got, err := h.s.Overdue(h.ctx, at(39*time.Second), 10); err != nil || len(got) != 0 {
+			t.Errorf("Overdue before until: %v, %v; want none", ids(got), err)
+		}
+		if got, err := h.s.Overdue(h.ctx, until, 10); err != nil || !slices.Equal(ids(got), []string{m.ID}) {
+			t.Errorf("Overdue at until: %v, %v; want the task (its taker died: another polls it)", ids(got), err)
+		}
+	})
+
+	t.Run("Refused", func(t *testing.T) {
+		h := open(t)
+		m := polled(h, due)
+		if err := h.s.ClaimPoll(h.ctx, m.ID, m.Lease+1, due, until); !errors.Is(err, herald.ErrConflict) {
+			t.Errorf("another lease: %v, want ErrConflict", err)
+		}
+		if err := h.s.ClaimPoll(h.ctx, "no-such-message", m.Lease, due, until); !errors.Is(err, herald.ErrNotFound) {
+			t.Errorf("unknown id: %v, want ErrNotFound", err)
+		}
+		h.transition(herald.Transition{ID: m.ID, From: herald.StatusDeliveredToNS, To: herald.StatusDeliverySuccessful, Lease: m.Lease, At: due})
+		if err := h.s.ClaimPoll(h.ctx, m.ID, m.Lease, due, until); !errors.Is(err, herald.ErrConflict) {
+			t.Errorf("a task that ended: %v, want ErrConflict", err)
+		}
+		if got := h.get(m.ID); got.Status != herald.StatusDeliverySuccessful || !got.DueAt.IsZero() {
+			t.Errorf("the ended task after a refused ClaimPoll: %s due %v, want DELIVERY_SUCCESSFUL, no due", got.Status, got.DueAt)
+		}
+	})
+}
+
 func testLookup(t *testing.T, open opener) {
 	t.Run("FindByExternalID", func(t *testing.T) {
 		h := open(t)

@@ -42,6 +42,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"Transition", testTransition},
 		{"Release", testRelease},
 		{"Overdue", testOverdue},
+		{"ClaimPoll", testClaimPoll},
 		{"Lookup", testLookup},
 		{"List", testList},
 		{"Delete", testDelete},
