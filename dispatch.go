@@ -470,7 +470,9 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		err error
 	)
 	if rc, ok := r.Carrier.(Resumer); ok {
-		res, err = rc.SendResumable(sendCtx, m, func(externalID string) error { return e.progress(sendCtx, m, keeper.current(), externalID) })
+		res, err = rc.SendResumable(sendCtx, m, func(externalID string) error {
+			return keeper.progress(func(deadline time.Time) error { return e.progress(sendCtx, m, deadline, externalID) })
+		})
 	} else {
 		res, err = r.Carrier.Send(sendCtx, m)
 	}
@@ -548,7 +550,8 @@ func (e *Engine) retryDelay(r *route, m *Message) time.Duration {
 }
 
 // progress records how far a resumable send of m got, as its ExternalID,
-// under the claim's lease: the status and the deadline stay.
+// under the claim's lease: the status stays, and the deadline is the
+// claim keeper's (see claimKeeper.progress).
 func (e *Engine) progress(ctx context.Context, m *Message, deadline time.Time, externalID string) error {
 	err := e.transition(ctx, m, Transition{From: StatusSentToNS, To: StatusSentToNS, Lease: m.Lease,
 		Deadline: deadline, ExternalID: externalID})

@@ -1,6 +1,7 @@
 package herald
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 // and again before that one, until the call ends or its bound passes. No
 // reaper, on any node, then retries a message whose call may still
 // succeed; one whose node died, or whose call outlived its bound, is
-// retried once its last deadline passes.
+// retried once its last deadline passes. A move the store fails is tried
+// again after a backoff, as long as the deadline has not passed.
 type claimKeeper struct {
 	e      *Engine
 	id     string
@@ -21,8 +23,14 @@ type claimKeeper struct {
 	accept time.Duration
 	until  time.Time // the call's bound: no deadline is moved past it
 
+	// writing serializes the keeper's moves and the call's progress
+	// writes, which write the deadline too: neither puts back an earlier
+	// one.
+	writing sync.Mutex
+
 	mu       sync.Mutex
-	deadline time.Time // the message's deadline, as last written
+	deadline time.Time // the message's deadline in the store
+	failures int       // moves failed in a row
 	timer    clock.Timer
 	stopped  bool
 }
@@ -42,43 +50,72 @@ func (k *claimKeeper) arm() {
 	if k.deadline.IsZero() || !k.deadline.Before(k.until) {
 		return
 	}
-	wait := max(k.deadline.Sub(k.e.clock.Now())-k.accept/4, time.Millisecond)
+	left := k.deadline.Sub(k.e.clock.Now())
+	wait := max(left-k.accept/4, time.Millisecond)
+	if k.failures > 0 { // again soon, and a few times before the deadline
+		wait = max(min(backoff(k.failures), left/4), time.Millisecond)
+	}
 	k.timer = k.e.clock.AfterFunc(wait, k.extend)
 }
 
-// extend moves the deadline on, and arms the next move.
+// busyRetry is how soon the keeper tries again to move a deadline when a
+// progress write of the call is under way.
+const busyRetry = 10 * time.Millisecond
+
+// extend moves the deadline on, and arms the next move. It never waits
+// for a progress write (a clock may call it in its own goroutine): it
+// tries again busyRetry later.
 func (k *claimKeeper) extend() {
+	if !k.writing.TryLock() {
+		k.mu.Lock()
+		if !k.stopped {
+			k.timer = k.e.clock.AfterFunc(busyRetry, k.extend)
+		}
+		k.mu.Unlock()
+		return
+	}
+	defer k.writing.Unlock()
 	k.mu.Lock()
 	if k.stopped {
 		k.mu.Unlock()
 		return
 	}
+	k.mu.Unlock()
 	now := k.e.clock.Now()
 	next := now.Add(k.accept)
 	if next.After(k.until) {
 		next = k.until
 	}
-	k.deadline = next // before the write: a progress made meanwhile writes it too
-	k.mu.Unlock()
 	err := k.e.store.Transition(k.e.sendCtx, Transition{ID: k.id, From: StatusSentToNS, To: StatusSentToNS, Lease: k.lease, At: now, Deadline: next})
-	if err != nil { // the message moved on (the call's answer came first), or the store failed: the deadline stands
-		if k.e.sendCtx.Err() == nil {
-			k.e.log.Debug("claim kept alive no longer", "id", k.id, "err", err)
-		}
-		return
-	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound), k.e.sendCtx.Err() != nil:
+		return // the message moved on (the call's answer came first), or herald stops
+	case err != nil:
+		k.failures++
+		k.e.problem("store_error", "keep a claim alive", "id", k.id, "err", err)
+		if !now.Before(k.deadline) {
+			return // the deadline passed: the reaper may have retried the message
+		}
+	default:
+		k.deadline, k.failures = next, 0
+	}
 	if !k.stopped {
 		k.arm()
 	}
 }
 
-// current returns the message's deadline as the keeper last wrote it.
-func (k *claimKeeper) current() time.Time {
+// progress runs write, a progress write of the call that writes deadline
+// as the message's, with the deadline in the store, and no move of the
+// keeper's between.
+func (k *claimKeeper) progress(write func(deadline time.Time) error) error {
+	k.writing.Lock()
+	defer k.writing.Unlock()
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.deadline
+	deadline := k.deadline
+	k.mu.Unlock()
+	return write(deadline)
 }
 
 // stop ends the keeping; a move being written may still land.

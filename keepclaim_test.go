@@ -10,10 +10,12 @@ import (
 )
 
 // slowCallCarrier is a direct carrier whose calls wait until release is
-// closed (or their context ends), bound by callTimeout (herald.SlowCaller).
+// closed (or their context ends, unless they hang), bound by callTimeout
+// (herald.SlowCaller).
 type slowCallCarrier struct {
 	release     chan struct{}
 	callTimeout time.Duration
+	hang        bool // its calls outlive their context
 	calls       atomic.Int64
 }
 
@@ -22,10 +24,14 @@ func (c *slowCallCarrier) CallTimeout() time.Duration     { return c.callTimeout
 func (c *slowCallCarrier) Validate(*herald.Message) error { return nil }
 func (c *slowCallCarrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
 	c.calls.Add(1)
+	done := ctx.Done()
+	if c.hang {
+		done = nil
+	}
 	select {
 	case <-c.release:
 		return herald.SendResult{}, nil
-	case <-ctx.Done():
+	case <-done:
 		return herald.SendResult{}, ctx.Err()
 	}
 }
@@ -89,7 +95,7 @@ func TestClaimKeptAliveWhileTheCallRuns(t *testing.T) {
 // call's bound (its CallTimeout) and no longer, so a call that hangs past
 // it, or a node that died, leaves the message to the reaper's retry.
 func TestClaimKeptNoLongerThanTheCallsBound(t *testing.T) {
-	c := &slowCallCarrier{release: make(chan struct{}), callTimeout: 2 * time.Second}
+	c := &slowCallCarrier{release: make(chan struct{}), callTimeout: 2 * time.Second, hang: true}
 	r, m := slowCallRig(t, c)
 	stepPastDeadlines(t, r, m.ID, 4*time.Second, false)
 	got := r.get(m.ID)

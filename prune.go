@@ -22,9 +22,9 @@ func (e *Engine) pruneLoop(ctx context.Context) {
 	}
 }
 
-// Prune deletes the terminal messages last updated, and the room events
-// published, before now minus the retention, and returns how many it
-// deleted.
+// Prune deletes the terminal messages last updated, the room events
+// published, and the ids of settled inbox events received, before now
+// minus the retention, and returns how many it deleted.
 func (e *Engine) Prune(ctx context.Context) (int, error) {
 	before := e.clock.Now().Add(-e.cfg.Retention)
 	total := 0

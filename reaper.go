@@ -129,8 +129,10 @@ const queueRecheck = time.Minute
 
 // carrierTimeout handles a DELIVERED_TO_NS deadline: extended while a push
 // carrier still holds the message, retried or failed otherwise. A check
-// that fails tells neither, so the message waits for the next one, a
-// queueRecheck later (its max age and expiry still end it).
+// that fails with a transient error tells neither, so the message waits
+// for the next one, a queueRecheck later, while its stage is younger than
+// twice the carrier timeout; a permanent error (no server to ask, a device
+// gone) or failures beyond that count as the carrier holding it no more.
 func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 	now := e.clock.Now()
 	if qc, ok := r.Carrier.(QueueChecker); ok {
@@ -140,7 +142,8 @@ func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 		if err != nil {
 			e.problem("carrier_error", "check carrier queue", "id", m.ID, "err", err)
 		}
-		if err != nil || queued {
+		unknown := err != nil && !isPermanent(err) && now.Sub(m.UpdatedAt) < 2*r.Policy.Timeouts.Carrier
+		if unknown || (err == nil && queued) {
 			next := r.Policy.Timeouts.Carrier
 			if err != nil {
 				next = min(next, queueRecheck)

@@ -122,11 +122,12 @@ type Store interface {
 	Purge(ctx context.Context, q PurgeQuery) (int, error)
 
 	// Prune deletes up to limit terminal messages last updated before
-	// before, and up to limit room events published before before, and
-	// returns how many of both. It may also forget the state of lanes
-	// without messages whose spacing, pause and buckets ended before
-	// before (a forgotten lane reads as a fresh one, as it would be), and
-	// the ids of settled inbox events received before before.
+	// before, up to limit room events published before before, and up to
+	// limit ids of settled inbox events received before before (see
+	// SettleInbound), and returns how many of the three. It may also
+	// forget the state of lanes without messages whose spacing, pause and
+	// buckets ended before before (a forgotten lane reads as a fresh one,
+	// as it would be).
 	Prune(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// ClaimEvents returns up to limit outbox events due at now, and hides them

@@ -217,3 +217,32 @@ func TestCarrierTimeoutGetQueueErrorIsNotGone(t *testing.T) {
 		})
 	}
 }
+
+// TestCarrierTimeoutGetQueueFailingLongEnds: GetQueue keeps failing (its
+// errors transient). The reaper checks again a minute at a time, but not
+// for ever: once the stage is twice the carrier timeout old, the message
+// is retried as if its item were gone.
+func TestCarrierTimeoutGetQueueFailingLongEnds(t *testing.T) {
+	s := startSim(t, simConfig())
+	c := newCarrier(t, Config{Server: s.Addr(), Token: token})
+	flaky := &failGetQueues{DeviceServiceClient: c.devices}
+	c.devices = flaky
+	r := newEngineRig(t, c)
+	m, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "lora", Target: devA, Payload: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusDeliveredToNS, 1)
+	flaky.n.Store(1 << 20)
+	r.advance(15 * time.Minute) // the carrier timeout: checked again a minute later
+	for range 14 {
+		r.advance(time.Minute)
+		if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS {
+			t.Fatalf("%v after acceptance, GetQueue failing: %s; want DELIVERED_TO_NS until 30 min", r.clock.Now().Sub(got.Timeline[1].At), got.Status)
+		}
+	}
+	r.advance(time.Minute) // 30 min: twice the carrier timeout
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.LastError != "carrier did not finish within the carrier timeout" {
+		t.Fatalf("at twice the carrier timeout, GetQueue failing: %s (%q); want TO_RETRY, the carrier timeout", got.Status, got.LastError)
+	}
+}

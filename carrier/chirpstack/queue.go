@@ -8,8 +8,9 @@ import (
 	"github.com/heraldmq/herald"
 )
 
-// errNoServer is StillQueued's answer without a gRPC server.
-var errNoServer = errors.New("chirpstack: no gRPC server configured: cannot ask ChirpStack's device queue")
+// errNoServer is StillQueued's answer without a gRPC server: permanent,
+// since no later check can answer either.
+var errNoServer = herald.Permanent(errors.New("chirpstack: no gRPC server configured: cannot ask ChirpStack's device queue"))
 
 // StillQueued reports whether ChirpStack still holds the queue item of m
 // (m.ExternalID) in its device's queue: waiting for a transmission, or

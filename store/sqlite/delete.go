@@ -48,7 +48,8 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, er
 		if _, err := tx.st.pruneBuckets.Exec(unixms.From(before), limit); err != nil {
 			return err
 		}
-		_, err = tx.st.pruneInboxDone.Exec(unixms.From(before), limit)
+		seen, err := deleted(tx.st.pruneInboxDone.Exec(unixms.From(before), limit))
+		n += seen
 		return err
 	})
 	return n, wrap("prune", err)
