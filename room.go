@@ -277,6 +277,8 @@ func checkDelivery(field string, o DeliveryOverrides) error {
 	switch {
 	case o.Delay != nil && *o.Delay < 0:
 		return Invalid(field+".delay", "%v is negative", *o.Delay)
+	case o.Delay != nil && *o.Delay%time.Millisecond != 0:
+		return Invalid(field+".delay", "%v is not a whole number of milliseconds, which the stores keep", *o.Delay)
 	case o.Multiplier != nil && !(*o.Multiplier >= 1 && *o.Multiplier <= MaxMultiplier):
 		return Invalid(field+".multiplier", "%v is not within 1..%d", *o.Multiplier, MaxMultiplier)
 	case o.Attempts != nil && (*o.Attempts < 0 || *o.Attempts > MaxDeliveryAttempts):

@@ -42,8 +42,11 @@ func (e *Engine) CreateRoom(ctx context.Context, tenant string, req RoomRequest)
 	if err := e.servesRoom(req.Name); err != nil {
 		return nil, err
 	}
-	if req.Expiration < 0 {
+	switch {
+	case req.Expiration < 0:
 		return nil, Invalid("expiration", "%v is negative", req.Expiration)
+	case req.Expiration%time.Millisecond != 0: // a 500µs kept as 0 would never expire
+		return nil, Invalid("expiration", "%v is not a whole number of milliseconds, which the stores keep", req.Expiration)
 	}
 	if err := checkDelivery("delivery", req.Delivery); err != nil {
 		return nil, err

@@ -25,6 +25,8 @@ func TestRoomsCRUD(t *testing.T) {
 	for _, body := range []string{
 		`{"name":"no spaces"}`, `{"name":"a","expiration":"soon"}`, `{"name":"a","expiration":"-1s"}`,
 		`{"name":"a","delivery":{"multiplier":0.5}}`, `{"name":"a","delivery":{"attempts":-1}}`, `{"name":"a","delivery":{"delay":"x"}}`,
+		// The stores keep milliseconds: 500µs would be kept as 0, never.
+		`{"name":"a","expiration":"500us"}`, `{"name":"a","expiration":"1.5ms"}`, `{"name":"a","delivery":{"delay":"2500us"}}`,
 	} {
 		wantError(t, f.do("POST", "/v1/rooms", keyA, body), http.StatusBadRequest, codeInvalidField)
 	}

@@ -345,6 +345,29 @@ func testRooms(t *testing.T, open opener) {
 			t.Errorf("late event after Prune: %v", err)
 		}
 	})
+
+	// PullPastExpired: a subscriber that did not pull for a while has 300
+	// deliveries that expired (the reaper has not failed them yet) ahead
+	// of one that has not: Pull leases the one that is due and not
+	// expired, as its contract says, however many expired ones are
+	// ahead of it.
+	t.Run("PullPastExpired", func(t *testing.T) {
+		h := open(t)
+		var msgs []*herald.Message
+		for range 300 {
+			m := newMessage("room:r")
+			m.Target, m.Pull, m.ExpiresAt = "s", true, at(time.Minute)
+			msgs = append(msgs, m)
+		}
+		h.createAll(msgs)
+		fresh := newMessage("room:r")
+		fresh.Target, fresh.Pull = "s", true
+		h.create(fresh)
+		got := h.pull(herald.PullClaim{Route: "room:r", Target: "s", Now: at(2 * time.Minute), Limit: 1, Deadline: at(time.Hour)})
+		if want := []string{fresh.ID}; !slices.Equal(ids(got), want) {
+			t.Errorf("Pull of 1 past 300 expired deliveries: %v, want %v", ids(got), want)
+		}
+	})
 }
 
 // room creates tenant's room name with expiration and DefaultDelivery,
