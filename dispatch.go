@@ -550,11 +550,14 @@ func (e *Engine) retryDelay(r *route, m *Message) time.Duration {
 }
 
 // progress records how far a resumable send of m got, as its ExternalID,
-// under the claim's lease: the status stays, and the deadline is the
-// claim keeper's (see claimKeeper.progress).
+// under the claim's lease, through a short store outage as a result is
+// (retryStore): the status stays, and the deadline is the claim keeper's
+// (see claimKeeper.progress).
 func (e *Engine) progress(ctx context.Context, m *Message, deadline time.Time, externalID string) error {
-	err := e.transition(ctx, m, Transition{From: StatusSentToNS, To: StatusSentToNS, Lease: m.Lease,
-		Deadline: deadline, ExternalID: externalID})
+	err := e.retryStore(ctx, func() error { // a part the carrier delivered: not to be sent again for a store's blip
+		return e.transition(ctx, m, Transition{From: StatusSentToNS, To: StatusSentToNS, Lease: m.Lease,
+			Deadline: deadline, ExternalID: externalID})
+	})
 	if err == nil {
 		m.ExternalID = externalID
 	}

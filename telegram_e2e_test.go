@@ -52,6 +52,13 @@ type tgCall struct {
 // changed by adjust.
 func newTelegramRig(t *testing.T, token string, adjust func(*herald.Route)) *tgRig {
 	t.Helper()
+	return newTelegramRigWith(t, token, adjust, func(*herald.Config) {})
+}
+
+// newTelegramRigWith is newTelegramRig with the engine's config changed by
+// adjustCfg (a wrapped store).
+func newTelegramRigWith(t *testing.T, token string, adjust func(*herald.Route), adjustCfg func(*herald.Config)) *tgRig {
+	t.Helper()
 	tr := &tgRig{sim: tgsim.New(tgsim.Config{Token: tgToken, Chats: []tgsim.Chat{
 		{ID: tgAlice}, {ID: tgDave}, {ID: tgBob, Status: tgsim.StatusBlocked}, {ID: tgGroup, Status: tgsim.StatusKicked},
 	}})}
@@ -71,7 +78,7 @@ func newTelegramRig(t *testing.T, token string, adjust func(*herald.Route)) *tgR
 	if adjust != nil {
 		adjust(&route)
 	}
-	tr.rig = newRig(t, []herald.Route{route})
+	tr.rig = newRigWith(t, adjustCfg, []herald.Route{route})
 	return tr
 }
 
