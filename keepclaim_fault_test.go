@@ -63,47 +63,14 @@ func (c *slowResumable) SendResumable(ctx context.Context, m *herald.Message, pr
 	}
 }
 
-// keeperRig is slowCallRig on a keeperFaultStore: route "slow", accept
-// timeout 1 s, carrier c.
+// keeperRig is an engine whose route is slowRoute on c, on a
+// keeperFaultStore.
 func keeperRig(t *testing.T, c herald.Carrier, st *keeperFaultStore) *rig {
 	t.Helper()
-	p, err := herald.ProfilePolicy(herald.ProfileTaskPoll)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Timeouts.Accept = time.Second
 	return newRigWith(t, func(cfg *herald.Config) {
 		st.Store = cfg.Store
 		cfg.Store = st
-	}, []herald.Route{{Name: "slow", Carrier: c, Policy: p}})
-}
-
-// stepWhileCallRuns moves the clock on by d in steps of 10 ms while the
-// message's call runs, waiting after each for the reaper, and fails the
-// test as soon as the message has left SENT_TO_NS at attempt 1.
-func stepWhileCallRuns(t *testing.T, r *rig, id string, d time.Duration) {
-	t.Helper()
-	for end := r.clock.Now().Add(d); r.clock.Now().Before(end); {
-		r.clock.Advance(10 * time.Millisecond)
-		// Wait for the keeper or the reaper. The reaper may have been
-		// scanning when the clock moved, and then sleeps a millisecond of
-		// the fake clock: move it by one while the deadline is not ahead.
-		tick := 0
-		eventually(t, func() bool {
-			m := r.get(id)
-			if m.Status != herald.StatusSentToNS || m.Deadline.After(r.clock.Now()) {
-				return true
-			}
-			if tick++; tick%20 == 0 {
-				r.clock.Advance(time.Millisecond)
-			}
-			return false
-		}, patience)
-		if got := r.get(id); got.Status != herald.StatusSentToNS || got.Attempt != 1 {
-			t.Fatalf("at %v, its call still running and its node alive: %s at attempt %d (%q); want SENT_TO_NS at attempt 1, its claim kept",
-				r.clock.Now().Sub(t0), got.Status, got.Attempt, got.LastError)
-		}
-	}
+	}, []herald.Route{slowRoute(t, c)})
 }
 
 // TestClaimKeptAliveThroughOneStoreError: the store fails one move of the
@@ -121,7 +88,7 @@ func TestClaimKeptAliveThroughOneStoreError(t *testing.T) {
 	r.start()
 	m := r.send(herald.SendRequest{Route: "slow", Target: "meter-1", Text: "read"})
 	eventually(t, func() bool { return c.calls.Load() == 1 }, patience)
-	stepWhileCallRuns(t, r, m.ID, 5*time.Second)
+	stepPastDeadlines(t, r, m.ID, 5*time.Second, true)
 }
 
 // TestProgressDoesNotMoveTheKeptDeadlineBack: a Resumer's progress write
@@ -158,5 +125,5 @@ func TestProgressDoesNotMoveTheKeptDeadlineBack(t *testing.T) {
 		}
 		return false
 	}, patience)
-	stepWhileCallRuns(t, r, m.ID, 3*time.Second)
+	stepPastDeadlines(t, r, m.ID, 3*time.Second, true)
 }

@@ -36,16 +36,22 @@ func (c *slowCallCarrier) Send(ctx context.Context, m *herald.Message) (herald.S
 	}
 }
 
-// slowCallRig starts an engine whose route "slow" has an accept timeout of
-// 1 s and carrier c, and sends it one message, whose call it waits for.
-func slowCallRig(t *testing.T, c *slowCallCarrier) (*rig, *herald.Message) {
+// slowRoute is route "slow", with an accept timeout of 1 s, on carrier c.
+func slowRoute(t *testing.T, c herald.Carrier) herald.Route {
 	t.Helper()
 	p, err := herald.ProfilePolicy(herald.ProfileTaskPoll)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Timeouts.Accept = time.Second
-	r := newRig(t, []herald.Route{{Name: "slow", Carrier: c, Policy: p}})
+	return herald.Route{Name: "slow", Carrier: c, Policy: p}
+}
+
+// slowCallRig starts an engine whose route is slowRoute on c, and sends it
+// one message, whose call it waits for.
+func slowCallRig(t *testing.T, c *slowCallCarrier) (*rig, *herald.Message) {
+	t.Helper()
+	r := newRig(t, []herald.Route{slowRoute(t, c)})
 	t.Cleanup(func() { close(c.release) }) // before the rig stops
 	r.start()
 	m := r.send(herald.SendRequest{Route: "slow", Target: "meter-1", Text: "read"})
@@ -53,24 +59,36 @@ func slowCallRig(t *testing.T, c *slowCallCarrier) (*rig, *herald.Message) {
 	return r, m
 }
 
-// stepPastDeadlines moves the clock on by d in steps of a quarter second,
-// waiting after each for the claim's keeper: the message is then still
-// SENT_TO_NS with a deadline ahead, unless keep is false, when it stops
-// waiting once the message has left SENT_TO_NS.
+// stepPastDeadlines moves the clock on by d in steps of 10 ms while the
+// message's call runs, waiting after each for the keeper or the reaper:
+// the message is then still SENT_TO_NS at attempt 1 with a deadline ahead,
+// or the test fails, unless keep is false, when it stops waiting once the
+// message has left SENT_TO_NS.
 func stepPastDeadlines(t *testing.T, r *rig, id string, d time.Duration, keep bool) {
 	t.Helper()
 	for end := r.clock.Now().Add(d); r.clock.Now().Before(end); {
-		r.clock.Advance(250 * time.Millisecond)
+		r.clock.Advance(10 * time.Millisecond)
+		// The reaper may have been scanning when the clock moved, and then
+		// sleeps a millisecond of the fake clock: move it by one while the
+		// deadline is not ahead.
+		tick := 0
 		eventually(t, func() bool {
 			m := r.get(id)
-			if m.Status != herald.StatusSentToNS {
-				return !keep
+			if m.Status != herald.StatusSentToNS || m.Deadline.After(r.clock.Now()) {
+				return true
 			}
-			return m.Deadline.After(r.clock.Now())
+			if tick++; tick%20 == 0 {
+				r.clock.Advance(time.Millisecond)
+			}
+			return false
 		}, patience)
-		if got := r.get(id); keep && (got.Status != herald.StatusSentToNS || got.Attempt != 1) {
-			t.Fatalf("at %v, its call still running: %s at attempt %d (%q); want SENT_TO_NS at attempt 1",
+		got := r.get(id)
+		if keep && (got.Status != herald.StatusSentToNS || got.Attempt != 1) {
+			t.Fatalf("at %v, its call still running and its node alive: %s at attempt %d (%q); want SENT_TO_NS at attempt 1, its claim kept",
 				r.clock.Now().Sub(t0), got.Status, got.Attempt, got.LastError)
+		}
+		if !keep && got.Status != herald.StatusSentToNS {
+			return
 		}
 	}
 }

@@ -149,7 +149,7 @@ func TestSlowCreateOneTaskDeliveredOnce(t *testing.T) {
 			r := newRig(t, stores()[0].open(t), clk, taskRoute(t, "meters", c, func(p *herald.Policy) { p.Timeouts.Accept = 100 * time.Millisecond }))
 			r.start()
 			m := r.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: params})
-			eventually(t, "the slow create answered", func() bool { return len(createCalls(s)) == 1 && createCalls(s)[0].Status == 200 })
+			waitCreated(t, s)
 			r.settle()
 			got := r.want(m.ID, herald.StatusDeliveredToNS, 1)
 			if tasks := s.Tasks(); len(tasks) != 1 || got.ExternalID != tasks[0].ID {
@@ -232,6 +232,15 @@ func simCarrier(t *testing.T, version calinsim.API, url string, clk *clock.Fake)
 }
 
 // createCalls returns the simulator's create calls.
+// waitCreated waits until the simulator has answered one create call, 200.
+func waitCreated(t *testing.T, s *calinsim.Sim) {
+	t.Helper()
+	eventually(t, "the slow create answered", func() bool {
+		cs := createCalls(s)
+		return len(cs) == 1 && cs[0].Status == 200
+	})
+}
+
 func createCalls(s *calinsim.Sim) []calinsim.Call {
 	var out []calinsim.Call
 	for _, c := range s.Calls() {

@@ -51,10 +51,7 @@ func TestSlowCreateOnTwoNodesOneTaskDeliveredOnce(t *testing.T) {
 			b := newRig(t, stores[1], clk, taskRoute(t, "meters", cb, accept))
 			a.start() // B starts once A has claimed the message
 			m := a.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: params})
-			eventually(t, "the slow create answered node A", func() bool {
-				cs := createCalls(s)
-				return len(cs) == 1 && cs[0].Status == 200
-			})
+			waitCreated(t, s)
 			a.settle()
 			b.start()
 			b.settle()
@@ -92,10 +89,7 @@ func TestSlowCreateAnsweredBeforeARestartIsKept(t *testing.T) {
 		first := newRig(t, st, clk, taskRoute(t, "meters", a, accept))
 		first.start()
 		m := first.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: params})
-		eventually(t, "the slow create answered", func() bool {
-			cs := createCalls(s)
-			return len(cs) == 1 && cs[0].Status == 200
-		})
+		waitCreated(t, s)
 		first.settle()
 		first.stop() // a graceful restart: no send in flight
 		a.Close()
@@ -132,10 +126,7 @@ func TestLastAttemptSlowCreateIsNotForgotten(t *testing.T) {
 	}))
 	r.start()
 	m := r.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: params})
-	eventually(t, "the slow create answered", func() bool {
-		cs := createCalls(s)
-		return len(cs) == 1 && cs[0].Status == 200
-	})
+	waitCreated(t, s)
 	r.settle()
 	got := r.get(m.ID)
 	if got.Status == herald.StatusDeliveryFailed {

@@ -66,6 +66,33 @@ func newEngineRig(t *testing.T, c *Carrier, adjust ...func(*herald.Policy)) *eng
 	return &engineRig{t: t, clock: fc, eng: eng}
 }
 
+// newMQTTEngineRig is newEngineRig on a carrier that sends by MQTT
+// (send: mqtt) to the simulator, through a private broker, and asks its
+// gRPC server for the queue when withServer is set; adjust changes the
+// simulator's config. It returns once the route's listener subscribed.
+func newMQTTEngineRig(t *testing.T, withServer bool, adjust func(*csim.Config)) (*engineRig, *csim.Sim) {
+	t.Helper()
+	broker := mqtttest.Start(t).URL()
+	cfg := simConfig()
+	cfg.MQTT = &csim.MQTTConfig{Server: broker, QoS: 1}
+	adjust(&cfg)
+	s := startSim(t, cfg)
+	cc := Config{Send: SendMQTT, MQTT: &MQTTConfig{URL: broker, ApplicationID: csim.DefaultApplicationID, ClientID: "herald-node-a"}}
+	if withServer {
+		cc.Server, cc.Token = s.Addr(), token
+	}
+	c := newCarrier(t, cc)
+	subscribed := make(chan struct{}, 10)
+	c.subscribed = func() { subscribed <- struct{}{} }
+	r := newEngineRig(t, c)
+	select {
+	case <-subscribed:
+	case <-time.After(timeout):
+		t.Fatal("the route's listener did not subscribe")
+	}
+	return r, s
+}
+
 func (r *engineRig) get(id string) *herald.Message {
 	r.t.Helper()
 	m, err := r.eng.Get(context.Background(), "acme", id)
@@ -109,22 +136,10 @@ func (r *engineRig) advance(d time.Duration) {
 // copy is the event already applied: it must not fail attempt 2, which
 // ChirpStack still holds and may transmit.
 func TestSendMQTTLateCopyOfAnAttemptsNackLeavesTheRetryAlone(t *testing.T) {
-	broker := mqtttest.Start(t).URL()
-	cfg := simConfig()
-	cfg.MQTT = &csim.MQTTConfig{Server: broker, QoS: 1}
-	cfg.Loss = 1      // the device hears nothing: ChirpStack nacks at its next uplink
-	cfg.AckDelay = -1 // the device sends only the uplinks the test asks for
-	s := startSim(t, cfg)
-	c := newCarrier(t, Config{Server: s.Addr(), Token: token, Send: SendMQTT,
-		MQTT: &MQTTConfig{URL: broker, ApplicationID: csim.DefaultApplicationID, ClientID: "herald-node-a"}})
-	subscribed := make(chan struct{}, 10)
-	c.subscribed = func() { subscribed <- struct{}{} }
-	r := newEngineRig(t, c)
-	select {
-	case <-subscribed:
-	case <-time.After(timeout):
-		t.Fatal("the route's listener did not subscribe")
-	}
+	r, s := newMQTTEngineRig(t, true, func(cfg *csim.Config) {
+		cfg.Loss = 1      // the device hears nothing: ChirpStack nacks at its next uplink
+		cfg.AckDelay = -1 // the device sends only the uplinks the test asks for
+	})
 
 	m, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "lora", Target: devA, Payload: []byte{1}})
 	if err != nil {
@@ -244,5 +259,34 @@ func TestCarrierTimeoutGetQueueFailingLongEnds(t *testing.T) {
 	r.advance(time.Minute) // 30 min: twice the carrier timeout
 	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.LastError != "carrier did not finish within the carrier timeout" {
 		t.Fatalf("at twice the carrier timeout, GetQueue failing: %s (%q); want TO_RETRY, the carrier timeout", got.Status, got.LastError)
+	}
+}
+
+// TestSendMQTTWithoutServerCarrierTimeoutEnds: a route with send: mqtt and
+// no gRPC server (a valid configuration: the downlink goes by the MQTT
+// integration) cannot ask ChirpStack's queue: every StillQueued answers
+// errNoServer. A Class-A device that never uplinks leaves the downlink
+// queued, with no txack. At the carrier timeout (15 min) the message must
+// be retried or failed: a check that can never answer is not a passing
+// outage, and extending it a minute at a time would keep it for ever (the
+// lorawan profile has no max age).
+func TestSendMQTTWithoutServerCarrierTimeoutEnds(t *testing.T) {
+	r, s := newMQTTEngineRig(t, false, func(cfg *csim.Config) {
+		cfg.AckDelay = -1 // the device sends no uplink
+	})
+	m, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "lora", Target: devA, Payload: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusDeliveredToNS, 1)
+	waitUntil(t, "the downlink queued in ChirpStack", func() bool { q, _ := s.Queue(devA); return len(q) == 1 })
+
+	r.advance(15 * time.Minute) // the carrier timeout
+	for range 6 * 60 {          // six hours, a minute at a time
+		r.advance(time.Minute)
+	}
+	if got := r.get(m.ID); got.Status == herald.StatusDeliveredToNS && got.Attempt == 1 {
+		t.Fatalf("6 h past its 15 min carrier timeout, with no gRPC server to check ChirpStack's queue: still %s at attempt 1, deadline %v ahead, %d timeline entries; want it retried or failed",
+			got.Status, got.Deadline.Sub(r.clock.Now()), len(got.Timeline))
 	}
 }
