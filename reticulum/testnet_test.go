@@ -48,9 +48,17 @@ func (m *memIface) Send(raw []byte) error {
 	peer := m.peer
 	m.mu.Unlock()
 	if peer != nil {
-		peer.q <- append([]byte{}, raw...)
+		peer.deliver(append([]byte{}, raw...))
 	}
 	return nil
+}
+
+func (m *memIface) deliver(raw []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.down {
+		m.q <- raw
+	}
 }
 
 func (m *memIface) Close() error {
