@@ -13,7 +13,7 @@ import (
 // proves packets and accepts links, and has announced it to a.
 func twoNodes(t *testing.T, clock Clock, h LinkHandlers) (a, b *Node, d *Destination, got chan []byte) {
 	t.Helper()
-	ia, ib := newMemPair()
+	ia, ib := NewPipe("a", "b")
 	a, b = testNode(t, ia, clock), testNode(t, ib, clock)
 	id, _ := NewIdentity()
 	d, err := b.RegisterDestination(id, "herald", "test")

@@ -84,21 +84,14 @@ func activeTestLink(t *testing.T, n *Node, k linkKAT, initiator bool, h LinkHand
 func TestReceiveCompressedResourceFromReference(t *testing.T) {
 	var k linkKAT
 	loadKAT(t, "link.json", &k)
-	ifc, _ := newMemPair()
-	ifc.peer = nil
+	ifc, far := NewPipe("node", "tap")
+	tp := newTap(far)
 	n := testNode(t, ifc, newFakeClock())
 	var mu sync.Mutex
 	var got []byte
 	activeTestLink(t, n, k, true, LinkHandlers{Resource: func(_ *Link, d []byte) { mu.Lock(); got = d; mu.Unlock() }})
 	n.inbound(unhex(t, k.Compressed.AdvPacket), ifc)
-	eventually(t, "a part request", func() bool {
-		for _, p := range ifc.sentPackets(t) {
-			if p.Context == CtxResourceReq {
-				return true
-			}
-		}
-		return false
-	})
+	eventually(t, "a part request", func() bool { return tp.withContext(CtxResourceReq) != nil })
 	for _, part := range k.Compressed.Parts {
 		n.inbound(unhex(t, part), ifc)
 	}
@@ -106,14 +99,7 @@ func TestReceiveCompressedResourceFromReference(t *testing.T) {
 	if !bytes.Equal(got, unhex(t, k.Compressed.Data)) {
 		t.Fatal("resource data differs")
 	}
-	var proof *Packet
-	for _, p := range ifc.sentPackets(t) {
-		if p.Context == CtxResourcePRF {
-			proof = p
-		}
-	}
-	if proof == nil {
-		t.Fatal("no resource proof sent")
-	}
+	eventually(t, "the resource proof", func() bool { return tp.withContext(CtxResourcePRF) != nil })
+	proof := tp.withContext(CtxResourcePRF)
 	hexEq(t, "proof data", proof.Data, k.Compressed.Hash+k.Compressed.ExpectedProof)
 }

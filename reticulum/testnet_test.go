@@ -6,85 +6,36 @@ import (
 	"time"
 )
 
-// memIface is an in-memory interface: Send hands packets to peer (if any)
-// asynchronously and records them.
-type memIface struct {
-	name string
+// tap records the packets that reach a pipe end.
+type tap struct {
 	mu   sync.Mutex
-	recv func([]byte)
-	peer *memIface
-	sent [][]byte
-	down bool
-	q    chan []byte
+	pkts []*Packet
 }
 
-func newMemPair() (*memIface, *memIface) {
-	a := &memIface{name: "mem-a", q: make(chan []byte, 1024)}
-	b := &memIface{name: "mem-b", q: make(chan []byte, 1024)}
-	a.peer, b.peer = b, a
-	return a, b
-}
-
-func (m *memIface) Name() string { return m.name }
-
-func (m *memIface) Start(recv func([]byte)) {
-	m.mu.Lock()
-	m.recv = recv
-	m.mu.Unlock()
-	go func() {
-		for raw := range m.q {
-			recv(raw)
-		}
-	}()
-}
-
-func (m *memIface) Send(raw []byte) error {
-	m.mu.Lock()
-	if m.down {
-		m.mu.Unlock()
-		return ErrInterfaceDown
-	}
-	m.sent = append(m.sent, append([]byte{}, raw...))
-	peer := m.peer
-	m.mu.Unlock()
-	if peer != nil {
-		peer.deliver(append([]byte{}, raw...))
-	}
-	return nil
-}
-
-func (m *memIface) deliver(raw []byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.down {
-		m.q <- raw
-	}
-}
-
-func (m *memIface) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.down {
-		m.down = true
-		close(m.q)
-	}
-	return nil
-}
-
-// sentPackets returns the packets sent so far, parsed.
-func (m *memIface) sentPackets(t *testing.T) []*Packet {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*Packet
-	for _, raw := range m.sent {
+func newTap(end *PipeEnd) *tap {
+	tp := &tap{}
+	end.Start(func(raw []byte) {
 		p, err := ParsePacket(raw)
 		if err != nil {
-			t.Fatal(err)
+			return
 		}
-		out = append(out, p)
+		tp.mu.Lock()
+		tp.pkts = append(tp.pkts, p)
+		tp.mu.Unlock()
+	})
+	return tp
+}
+
+// withContext returns the first recorded packet with context ctx, or nil.
+func (tp *tap) withContext(ctx uint8) *Packet {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	for _, p := range tp.pkts {
+		if p.Context == ctx {
+			return p
+		}
 	}
-	return out
+	return nil
 }
 
 // fakeClock is a Clock whose time only moves with Advance, which also fires

@@ -308,18 +308,31 @@ func (r *Router) SendDirect(ctx context.Context, m *Message) Result {
 	if err != nil {
 		return failed(err)
 	}
+	var res Result
 	if m.ContentSize() <= LinkPacketMaxContent {
 		rc, err := l.Send(m.Packed, 0)
 		if err != nil {
 			return failed(err)
 		}
-		return receiptResult(ctx, rc, Delivered)
+		res = receiptResult(ctx, rc, Delivered)
+	} else {
+		rs, err := l.SendResource(m.Packed)
+		if err != nil {
+			return failed(err)
+		}
+		res = resourceResult(ctx, rs, Delivered, nil)
 	}
-	res, err := l.SendResource(m.Packed)
-	if err != nil {
-		return failed(err)
+	dropLinkOnFailure(l, res)
+	return res
+}
+
+// dropLinkOnFailure tears down a link whose send went unproved, as the
+// reference does, so the next attempt opens a fresh link: the path may have
+// changed or a transport node may have forgotten the link.
+func dropLinkOnFailure(l *reticulum.Link, res Result) {
+	if res.Outcome == TimedOut || res.Outcome == LinkFailed {
+		l.Close()
 	}
-	return resourceResult(ctx, res, Delivered, nil)
 }
 
 func resourceResult(ctx context.Context, res *reticulum.Resource, ok Outcome, rejected <-chan struct{}) Result {
@@ -421,6 +434,14 @@ func (r *Router) SendPropagated(ctx context.Context, pn reticulum.Hash, m *Messa
 	if err != nil {
 		return failed(err)
 	}
+	res := r.upload(ctx, pl, container)
+	dropLinkOnFailure(pl.link, res)
+	return res
+}
+
+// upload sends a propagation container over the node's link and waits for
+// the node's proof or rejection.
+func (r *Router) upload(ctx context.Context, pl *pnLink, container []byte) Result {
 	if len(container) <= LinkPacketMaxContent {
 		rc, err := pl.link.Send(container, 0)
 		if err != nil {
