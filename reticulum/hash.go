@@ -13,9 +13,6 @@ type Hash [TruncatedHashLen]byte
 // String returns the hash in lower-case hex.
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
-// IsZero reports whether h is all zeroes.
-func (h Hash) IsZero() bool { return h == Hash{} }
-
 // ParseHash reads a hash from its hex form.
 func ParseHash(s string) (Hash, error) {
 	var h Hash

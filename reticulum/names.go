@@ -1,9 +1,6 @@
 package reticulum
 
-import (
-	"errors"
-	"strings"
-)
+import "strings"
 
 // Destination types, as carried in a packet's flags.
 const (
@@ -37,13 +34,4 @@ func DestinationHash(identity *Identity, app string, aspects ...string) Hash {
 	}
 	ih := identity.Hash()
 	return TruncatedHash(n[:], ih[:])
-}
-
-// SplitName splits "app.aspect1.aspect2" into the app name and aspects.
-func SplitName(full string) (string, []string, error) {
-	parts := strings.Split(full, ".")
-	if parts[0] == "" {
-		return "", nil, errors.New("reticulum: empty app name")
-	}
-	return parts[0], parts[1:], nil
 }

@@ -124,6 +124,9 @@ func TestLinkPacketResourceAndClose(t *testing.T) {
 	if s := res.Wait(ctxT(t)); s != ResourceComplete {
 		t.Fatalf("resource %v", s)
 	}
+	// The receiver proves a resource before handing it over, as the
+	// reference does.
+	eventually(t, "the resource handed over", func() bool { mu.Lock(); defer mu.Unlock(); return len(resources) == 1 })
 	mu.Lock()
 	if len(packets) != 1 || string(packets[0]) != "over the link" || len(resources) != 1 || !bytes.Equal(resources[0], big) {
 		t.Errorf("got %d packets, %d resources", len(packets), len(resources))

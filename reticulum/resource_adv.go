@@ -25,8 +25,6 @@ const (
 	advEncrypted  = 1 << 0
 	advCompressed = 1 << 1
 	advSplit      = 1 << 2
-	advIsRequest  = 1 << 3
-	advIsResponse = 1 << 4
 	advMetadata   = 1 << 5
 )
 
