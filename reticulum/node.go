@@ -232,6 +232,28 @@ func (n *Node) markSeen(h [FullHashLen]byte) bool {
 	return true
 }
 
+// accept is the reference's packet filter for a node that is not a
+// transport node: packets addressed to a transport node are not ours;
+// keep-alives and resource traffic repeat identical bytes and are never
+// deduplicated; PLAIN and GROUP packets are taken from direct neighbours
+// only; everything else is taken once.
+func (n *Node) accept(p *Packet) bool {
+	if p.HeaderType == Header2 {
+		return false
+	}
+	switch p.Context {
+	case CtxKeepalive, CtxResourceReq, CtxResourcePRF, CtxResource, CtxCacheRequest, CtxChannel:
+		return true
+	}
+	if p.DestType == DestPlain || p.DestType == DestGroup {
+		return p.Hops <= 1
+	}
+	if p.PacketType == PacketProof && p.Context == CtxLRProof {
+		return true
+	}
+	return n.markSeen(p.Hash())
+}
+
 // inbound handles one received packet.
 func (n *Node) inbound(raw []byte, from Interface) {
 	p, err := ParsePacket(raw)
@@ -244,7 +266,7 @@ func (n *Node) inbound(raw []byte, from Interface) {
 		n.handleAnnounce(p, from)
 		return
 	}
-	if !n.markSeen(p.Hash()) {
+	if !n.accept(p) {
 		return
 	}
 	switch p.PacketType {

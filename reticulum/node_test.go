@@ -221,3 +221,68 @@ func TestStoreSurvivesRestart(t *testing.T) {
 		t.Error("expired path still returned")
 	}
 }
+
+func TestPathRequestAnsweredByDestination(t *testing.T) {
+	ia, ib := NewPipe("a", "b")
+	a, b := testNode(t, ia, SystemClock{}), testNode(t, ib, SystemClock{})
+	id, _ := NewIdentity()
+	d, err := b.RegisterDestination(id, "herald", "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	responses := make(chan bool, 1)
+	a.OnAnnounce(func(an *Announce) { responses <- an.PathResponse })
+	if a.HasPath(d.Hash()) {
+		t.Fatal("path known before any announce")
+	}
+	if err := a.RequestPath(d.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WaitForPath(ctxT(t), d.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	if !<-responses {
+		t.Error("answer was not a path response")
+	}
+}
+
+func TestKeepaliveAndStaleTeardown(t *testing.T) {
+	clock := newFakeClock()
+	ia, ib := NewPipe("a", "b")
+	a, b := testNode(t, ia, clock), testNode(t, ib, clock)
+	id, _ := NewIdentity()
+	d, _ := b.RegisterDestination(id, "herald", "ka")
+	d.AcceptLinks(nil)
+	d.Announce()
+	if err := a.WaitForPath(ctxT(t), d.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.OpenLink(ctxT(t), d.Hash(), LinkHandlers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peer *Link
+	eventually(t, "the responder's link", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		peer = b.links[l.ID()]
+		return peer != nil && peer.Status() == LinkActive
+	})
+	// The RTT is tiny, so the keep-alive interval is the minimum, 5 s.
+	for i := 0; i < 6; i++ {
+		clock.Advance(5 * time.Second)
+		time.Sleep(20 * time.Millisecond) // let the keep-alive and its answer cross
+	}
+	if l.Status() != LinkActive || peer.Status() != LinkActive {
+		t.Fatalf("link not kept alive: %v / %v", l.Status(), peer.Status())
+	}
+	// The responder goes silent: the initiator's link goes stale, then times out.
+	ib.SetDown(true)
+	for i := 0; i < 8 && l.Status() != LinkClosed; i++ {
+		clock.Advance(5 * time.Second)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if l.Status() != LinkClosed || l.CloseReason() != CloseTimeout {
+		t.Fatalf("status %v reason %v, want closed by timeout", l.Status(), l.CloseReason())
+	}
+}
