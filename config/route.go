@@ -100,6 +100,10 @@ type Route struct {
 	UserIDEnv string `yaml:"user_id_env"`
 	// PasswordEnv names the variable holding the Calin password.
 	PasswordEnv string `yaml:"password_env"`
+	// RetryFailedTasks (Calin) retries a task the meter did not carry out
+	// with a new task; by default such a task delivers its message, with
+	// the execution's failure as its result.
+	RetryFailedTasks bool `yaml:"retry_failed_tasks"`
 }
 
 // Circuit opens a lane after Failures transient failures in a row, for

@@ -173,6 +173,9 @@ func (r Route) validateCarrier() []error {
 			errs = append(errs, fmt.Errorf("base_url: %v", err))
 		}
 	}
+	if r.RetryFailedTasks && r.Carrier != CarrierCalinV1 && r.Carrier != CarrierCalinV2 {
+		errs = append(errs, fmt.Errorf("retry_failed_tasks: a %s route has no tasks (calin-v1 and calin-v2 only)", r.Carrier))
+	}
 	return errs
 }
 

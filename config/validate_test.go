@@ -42,6 +42,10 @@ routes:
   - {name: "a/b", carrier: webhook, url: "http://h/x"}
 `, []string{"name may hold only"}},
 		{"no routes", `listen: ":1"`, []string{"at least one route is required"}},
+		{"retry_failed_tasks on a route without tasks", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", retry_failed_tasks: true}
+`, []string{`routes[0] "a"`, "retry_failed_tasks: a webhook route has no tasks"}},
 		{"key_env unset", `
 api_keys: [{key_env: HERALD_TEST_SURELY_UNSET, tenant: t}]
 ` + okRoute, []string{"api_keys[0]", "HERALD_TEST_SURELY_UNSET is not set"}},

@@ -39,7 +39,8 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		"SENT_TO_DEVICE  -> TO_RETRY            attempt 1  (not acknowledged)",
 		"to 0004a30b001c0a02  DELIVERY_FAILED at attempt 1: DOWNLINK_PAYLOAD_SIZE",
 		"Calin: V1 created 3 tasks, V2 2 — one per message",
-		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (task completed)",
+		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (task completed (execution: success))",
+		"to meter 47001234567 (meters-v1)  DELIVERY_SUCCESSFUL, task 1001, execution success",
 		"to meter 47001234567 (meters-v1)  DELIVERY_FAILED, task 1003: calin-v1: task 1003 (token task for meter 47001234567): COMM_RemoteTokenTask: the meter rejected the token"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
