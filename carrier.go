@@ -74,6 +74,15 @@ type Laner interface {
 	Lane(m *Message) string
 }
 
+// LaneRequirer is implemented by carriers whose messages must name their
+// lane when their route has no default lane: a lane the carrier cannot
+// derive and that its flow control needs (a Calin meter's DCU). Send
+// refuses a message without one (400, naming lane); RequiredLane says
+// what the lane is, for that error.
+type LaneRequirer interface {
+	RequiredLane() string
+}
+
 // SendResult is what a carrier says when it accepts a message.
 type SendResult struct {
 	ExternalID string

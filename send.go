@@ -72,6 +72,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if m.Lane == "" {
 		m.Lane = r.Lane
 	}
+	if lr, ok := r.Carrier.(LaneRequirer); ok && m.Lane == "" {
+		return nil, false, Invalid("lane", "is required on route %q, which has no default lane: %s", r.Name, lr.RequiredLane())
+	}
 	if l, ok := r.Carrier.(Laner); ok && m.Lane == "" {
 		m.Lane = l.Lane(m)
 	}

@@ -2,6 +2,7 @@ package calin
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -114,7 +115,7 @@ func TestEndToEndPollLadderBoundariesInMilliseconds(t *testing.T) {
 			s, url := startSim(t, calinsim.Config{API: calinsim.V1, Latency: time.Hour}, clk, nil)
 			carrier, params := simCarrier(t, calinsim.V1, url, clk)
 			r := newRig(t, stores()[0].open(t), clk, taskRoute(t, "meters", carrier))
-			r.send(herald.SendRequest{Route: "meters", Target: "47001", Params: params})
+			r.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: params})
 			clk.Advance(c.accepted)
 			r.start()
 			r.settle()
@@ -332,4 +333,31 @@ func TestEndToEndFivePerDCU(t *testing.T) {
 		e.advance(time.Second) // the reaper's next turn wakes the dispatcher: the sixth goes
 		e.want(ms[5].ID, herald.StatusDeliveredToNS, 1)
 	})
+}
+
+// TestLaneIsRequiredUnlessTheRouteHasOne: a calin message must name its
+// DCU as its lane (400 naming lane, nothing stored), unless its route
+// has a default lane, which it then takes.
+func TestLaneIsRequiredUnlessTheRouteHasOne(t *testing.T) {
+	for _, version := range []calinsim.API{calinsim.V1, calinsim.V2} {
+		t.Run(string(version), func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			_, url := startSim(t, calinsim.Config{API: version}, clk, nil)
+			carrier, params := simCarrier(t, version, url, clk)
+			withLane := taskRoute(t, "dcu-route", carrier)
+			withLane.Lane = "dcu-7"
+			r := newRig(t, stores()[0].open(t), clk, taskRoute(t, "meters", carrier), withLane)
+			_, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "meters", Target: "47001", Text: "x", Params: params})
+			var invalid *herald.InvalidError
+			if !errors.As(err, &invalid) || invalid.Field != "lane" || !strings.Contains(err.Error(), "DCU") {
+				t.Fatalf("a message without a lane: %v, want an invalid lane naming the DCU", err)
+			}
+			if msgs, _, err := r.eng.List(context.Background(), "acme", herald.Query{}); err != nil || len(msgs) != 0 {
+				t.Fatalf("stored %v, %v; want nothing", msgs, err)
+			}
+			if m := r.send(herald.SendRequest{Route: "dcu-route", Target: "47001", Params: params}); m.Lane != "dcu-7" {
+				t.Fatalf("lane %q, want the route's dcu-7", m.Lane)
+			}
+		})
+	}
 }

@@ -46,9 +46,10 @@ type V1 struct {
 }
 
 var (
-	_ herald.Carrier = (*V1)(nil)
-	_ herald.Resumer = (*V1)(nil)
-	_ herald.Poller  = (*V1)(nil)
+	_ herald.Resumer      = (*V1)(nil)
+	_ herald.Poller       = (*V1)(nil)
+	_ herald.Carrier      = (*V1)(nil)
+	_ herald.LaneRequirer = (*V1)(nil)
 )
 
 // v1Creds are the credentials of every V1 body.
@@ -122,6 +123,10 @@ func v1Task(m *herald.Message) (task, error) {
 	t.dataItem, t.data, t.token = m.Params[ParamDataItem], m.Params[ParamData], m.Params[ParamToken]
 	return t, err
 }
+
+// RequiredLane says what a message's lane is (herald.LaneRequirer): its
+// meter's DCU, whose tasks the route's admission bounds.
+func (c *V1) RequiredLane() string { return requiredLane }
 
 // CallTimeout bounds a send: the create call's own bound and a little
 // more, so that the engine keeps the message's claim alive while a slow

@@ -54,9 +54,10 @@ type V2 struct {
 }
 
 var (
-	_ herald.Carrier = (*V2)(nil)
-	_ herald.Resumer = (*V2)(nil)
-	_ herald.Poller  = (*V2)(nil)
+	_ herald.Resumer      = (*V2)(nil)
+	_ herald.Poller       = (*V2)(nil)
+	_ herald.Carrier      = (*V2)(nil)
+	_ herald.LaneRequirer = (*V2)(nil)
 )
 
 // v2Endpoints are the create and poll paths of each V2 command.
@@ -144,6 +145,10 @@ func (c *V2) task(m *herald.Message) (task, error) {
 	}
 	return t, nil
 }
+
+// RequiredLane says what a message's lane is (herald.LaneRequirer): its
+// meter's DCU, whose tasks the route's admission bounds.
+func (c *V2) RequiredLane() string { return requiredLane }
 
 // CallTimeout bounds a send: the create call's own bound and a little
 // more, so that the engine keeps the message's claim alive while a slow
