@@ -224,7 +224,7 @@ var Profiles = map[Profile]Policy{
 		// message's age: under 20 s every 10 s, under 50 s every 15 s,
 		// under 90 s every 20 s, then every 30 s; +0–20 % jitter spreads
 		// tasks accepted together. At 48 h (max age, and the carrier
-		// timeout after acceptance) the message fails "timed out waiting
+		// timeout after acceptance) the message fails "Timed out waiting
 		// for remote task completion", without retry.
 		PollDelays: []PollStep{
 			{Age: 0, Delay: 10 * time.Second},

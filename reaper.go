@@ -88,7 +88,7 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 	if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
 		lastErr := "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)
 		if e.awaitingTask(m) {
-			lastErr = taskTimeoutError + " (" + lastErr + ")"
+			lastErr = TaskTimeoutReason + " (" + lastErr + ")"
 		}
 		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: lease, At: now,
 			Reason: "expired", LastError: lastErr})
@@ -118,7 +118,8 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 		}
 	case StatusSentToDevice:
 		if deadlinePassed {
-			e.record(ctx, m, e.failure(r, m, errors.New("device did not confirm within the device timeout"), "device timeout"))
+			cause := fmt.Errorf("%s (no confirmation within the device timeout, %v)", DeviceTimeoutReason, r.Policy.Timeouts.Device)
+			e.record(ctx, m, e.failure(r, m, cause, "device timeout"))
 		}
 	}
 }
@@ -153,9 +154,9 @@ func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 			return
 		}
 	}
-	cause := errors.New("carrier did not finish within the carrier timeout")
+	cause := fmt.Errorf("%s (not transmitted within the carrier timeout, %v)", RelayTimeoutReason, r.Policy.Timeouts.Carrier)
 	if e.awaitingTask(m) {
-		cause = fmt.Errorf("%s (none within %v of its acceptance)", taskTimeoutError, r.Policy.Timeouts.Carrier)
+		cause = fmt.Errorf("%s (none within %v of its acceptance)", TaskTimeoutReason, r.Policy.Timeouts.Carrier)
 	}
 	if !r.Policy.RetryCarrierTimeout {
 		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, At: now,
@@ -164,10 +165,6 @@ func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 	}
 	e.record(ctx, m, e.failure(r, m, cause, "carrier timeout"))
 }
-
-// taskTimeoutError is the last error of a pull task given up on: its
-// message expired, or its carrier timeout passed, while the task ran.
-const taskTimeoutError = "timed out waiting for remote task completion"
 
 // awaitingTask reports whether m is a pull carrier's task being polled.
 func (e *Engine) awaitingTask(m *Message) bool {

@@ -282,7 +282,7 @@ func TestEndToEndPollErrorMovesTheScheduleOn(t *testing.T) {
 }
 
 // TestEndToEndTaskTimesOutAt48Hours: a task still pending at 48 h of age
-// fails "timed out waiting for remote task completion", without retry.
+// fails "Timed out waiting for remote task completion", without retry.
 func TestEndToEndTaskTimesOutAt48Hours(t *testing.T) {
 	eachAPIAndStore(t, calinsim.Config{Latency: 100 * time.Hour}, nil, func(t *testing.T, e *e2e) {
 		e.start()
@@ -294,7 +294,7 @@ func TestEndToEndTaskTimesOutAt48Hours(t *testing.T) {
 		e.want(m.ID, herald.StatusDeliveredToNS, 1)
 		e.advance(time.Hour)
 		got := e.want(m.ID, herald.StatusDeliveryFailed, 1)
-		if !strings.Contains(got.LastError, "timed out waiting for remote task completion") {
+		if !strings.HasPrefix(got.LastError, herald.TaskTimeoutReason) {
 			t.Fatalf("last error %q", got.LastError)
 		}
 		e.advance(time.Hour)
