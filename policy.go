@@ -249,8 +249,10 @@ var Profiles = map[Profile]Policy{
 		RetryCarrierTimeout: true,
 	},
 	ProfileClassC: {
+		// Retries after 2, 4, 8, 16 and 32 s (capped at 60 s): 6 sends in
+		// all, at 0, 2, 6, 14, 30 and 62 s, then dead-lettered.
 		Retry:               RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Minute},
-		MaxAttempts:         5,
+		MaxAttempts:         6,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
 		// seed 003: 30 per minute per gateway, 100 per minute per tenant,
