@@ -3,6 +3,7 @@ package herald_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -81,5 +82,55 @@ func TestClassCRetryTable(t *testing.T) {
 	r.advance(time.Hour)
 	if sends := d.since(t0); !slices.Equal(sends, want) {
 		t.Fatalf("sends at %v, want at %v", sends, want)
+	}
+}
+
+// TestClassCCoalescesByTarget: three commands for one device queued while
+// its gateway's bucket is empty end in one send, the newest; the older
+// two end CANCELLED "coalesced". A command naming its own coalesce key
+// keeps it, and a route with coalescing off sends each command.
+func TestClassCCoalescesByTarget(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "default", false: "coalesce off"}[on], func(t *testing.T) {
+			var off func(*herald.Policy) // the profile's default: on
+			if !on {
+				off = func(p *herald.Policy) { p.CoalesceByTarget = false } // coalesce: false
+			}
+			r, d := classcRig(t, nil, off)
+			r.start()
+			send := func(target string, payload byte) *herald.Message {
+				return r.send(herald.SendRequest{Route: "displays", Target: target, Lane: "gw-1", Payload: []byte{payload}})
+			}
+			for i := range 30 { // the gateway's bucket: 30 a minute
+				send(fmt.Sprintf("%016x", i), 1)
+			}
+			r.settle()
+			cmds := []*herald.Message{send("202020390c0e0902", 0xa), send("202020390c0e0902", 0xb), send("202020390c0e0902", 0xc)}
+			own := r.send(herald.SendRequest{Route: "displays", Target: "202020390c0e0902", Lane: "gw-1", Payload: []byte{0xd}, CoalesceKey: "mine"})
+			r.advance(time.Minute)
+			var sent []byte
+			d.mu.Lock()
+			for _, m := range d.sent[30:] {
+				sent = append(sent, m.Payload[0])
+			}
+			d.mu.Unlock()
+			slices.Sort(sent) // sends run at once: their order is not the claims'
+			want := []byte{0xc, 0xd}
+			if !on {
+				want = []byte{0xa, 0xb, 0xc, 0xd}
+			}
+			if !slices.Equal(sent, want) {
+				t.Fatalf("sent %x for the device, want %x", sent, want)
+			}
+			for _, m := range cmds[:2] {
+				got := r.get(m.ID)
+				if on && (got.Status != herald.StatusCancelled || got.Timeline[len(got.Timeline)-1].Reason != "coalesced") {
+					t.Errorf("an older command: %s, want CANCELLED \"coalesced\"", got.Status)
+				}
+			}
+			if got := r.get(own.ID); got.Status != herald.StatusDeliveredToNS {
+				t.Errorf("the command with its own key: %s, want it sent", got.Status)
+			}
+		})
 	}
 }

@@ -134,6 +134,11 @@ type Policy struct {
 	PollJitter float64
 	// Admission is the flow control of the route's lanes.
 	Admission Admission
+	// CoalesceByTarget makes a message that names no coalesce key
+	// coalesce by its target: a newer message for a target replaces the
+	// one still waiting for it (QUEUED or TO_RETRY), which ends CANCELLED
+	// "coalesced". A message without a target is left alone.
+	CoalesceByTarget bool
 	// DedupTTL, when positive, turns content-hash dedup on: a message
 	// identical (route, target, payload or text, params) to one of the same
 	// tenant that reached DELIVERY_SUCCESSFUL within DedupTTL is not queued.
@@ -259,6 +264,9 @@ var Profiles = map[Profile]Policy{
 		// the same update within an hour sent once.
 		Admission: Admission{Rate: Rate{N: 30, Per: time.Minute}, TenantRate: Rate{N: 100, Per: time.Minute}},
 		DedupTTL:  time.Hour,
+		// A newer command for a device replaces the one still pending for
+		// it: during a burst each display gets its last state only.
+		CoalesceByTarget: true,
 	},
 	ProfileRoom: {
 		Retry:               RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: time.Hour},

@@ -81,6 +81,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if m.Lane == "" {
 		m.Lane = r.Name
 	}
+	if m.CoalesceKey == "" && m.Target != "" && r.Policy.CoalesceByTarget {
+		m.CoalesceKey = targetCoalesceKey(m.Target)
+	}
 	if m.ExpiresAt.IsZero() && r.Policy.MaxAge > 0 {
 		m.ExpiresAt = now.Add(r.Policy.MaxAge)
 	}
@@ -116,6 +119,10 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	e.traceSent(ctx, stored, created)
 	return stored, created, nil
 }
+
+// targetCoalesceKey is the coalesce key of a message of target on a route
+// that coalesces by target (Policy.CoalesceByTarget) and that names none.
+func targetCoalesceKey(target string) string { return "target:" + target }
 
 // The Problem kinds that Stats counts: a send answered with an earlier
 // delivered twin, and a waiting message cancelled by a newer one with its

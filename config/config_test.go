@@ -141,6 +141,8 @@ func TestParseCarrierKeys(t *testing.T) {
 func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 	lorawan, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN)
 	channel, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	classc, _ := herald.ProfilePolicy(herald.ProfileClassC)
+	no, yes := false, true
 	ptr := func(d time.Duration) *Duration { v := Duration(d); return &v }
 	three, half := 3, 0.25
 
@@ -199,6 +201,12 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 				*p = channel
 				p.Admission.RouteRate = herald.Rate{N: 5, Per: time.Minute}
 			}},
+		{"classc coalesces by target", Route{Carrier: CarrierChirpStack, Profile: "classc"},
+			func(p *herald.Policy) { *p = classc; p.CoalesceByTarget = true }},
+		{"classc with coalesce: false", Route{Carrier: CarrierChirpStack, Profile: "classc", Coalesce: &no},
+			func(p *herald.Policy) { *p = classc; p.CoalesceByTarget = false }},
+		{"coalesce: true on another profile", Route{Carrier: CarrierChirpStack, Coalesce: &yes},
+			func(p *herald.Policy) { *p = lorawan; p.CoalesceByTarget = true }},
 		{"circuit off", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}},
 			func(p *herald.Policy) { *p = channel }},
 		{"circuit set", Route{Carrier: CarrierWebhook, Circuit: &Circuit{Failures: 3, CoolDown: Duration(time.Second)}},

@@ -94,6 +94,9 @@ func (r Route) policy() (herald.Policy, error) {
 	if r.DedupTTL != 0 {
 		p.DedupTTL = r.DedupTTL.D()
 	}
+	if r.Coalesce != nil {
+		p.CoalesceByTarget = *r.Coalesce
+	}
 	circuit := r.Circuit
 	if circuit == nil {
 		switch r.Carrier {

@@ -62,6 +62,11 @@ type Route struct {
 	Ordered bool `yaml:"ordered"`
 	// DedupTTL is the content-hash dedup window; 0 turns dedup off.
 	DedupTTL Duration `yaml:"dedup_ttl"`
+	// Coalesce, when set, says whether a message that names no
+	// coalesce_key coalesces by its target (a newer message for a target
+	// replaces the one still waiting for it); nil keeps the profile's
+	// (on for classc).
+	Coalesce *bool `yaml:"coalesce"`
 	// Circuit is each lane's circuit breaker; nil means the default: on
 	// for webhook routes (DefaultWebhookCircuit) and telegram routes
 	// (DefaultTelegramCircuit), off for the others.
