@@ -83,6 +83,15 @@ type LaneRequirer interface {
 	RequiredLane() string
 }
 
+// ContentHasher is implemented by carriers that know what of a message
+// reaches its recipient (a downlink's device, bytes and port): on a route
+// with dedup (Policy.DedupTTL), ContentHash is the message's dedup key, in
+// place of herald's hash of its route, target, payload or text and
+// params. It is called on a message that Validate accepted.
+type ContentHasher interface {
+	ContentHash(m *Message) string
+}
+
 // SendResult is what a carrier says when it accepts a message.
 type SendResult struct {
 	ExternalID string

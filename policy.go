@@ -140,8 +140,10 @@ type Policy struct {
 	// "coalesced". A message without a target is left alone.
 	CoalesceByTarget bool
 	// DedupTTL, when positive, turns content-hash dedup on: a message
-	// identical (route, target, payload or text, params) to one of the same
-	// tenant that reached DELIVERY_SUCCESSFUL within DedupTTL is not queued.
+	// whose content (its route, target, payload or text and params; what
+	// reaches the device, for a ContentHasher carrier) equals that of the
+	// last message of the same tenant sent to its target, within DedupTTL
+	// of that send, is not queued (see Store.Create).
 	DedupTTL time.Duration
 }
 

@@ -98,6 +98,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	opt := CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled), Coalesced: &coalesced}
 	if ttl := r.Policy.DedupTTL; ttl > 0 {
 		m.DedupKey, opt.DedupSince = contentHash(m), now.Add(-ttl)
+		if ch, ok := r.Carrier.(ContentHasher); ok {
+			m.DedupKey = ch.ContentHash(m)
+		}
 	}
 	e.traceSend(ctx, m)
 	stored, created, err := e.store.Create(ctx, m, opt)

@@ -16,10 +16,14 @@ type Store interface {
 	// created = false. When m.CoalesceKey is set, every message of the same
 	// tenant, route and key that is still QUEUED or TO_RETRY moves to
 	// CANCELLED with reason "coalesced", in the same transaction. When
-	// m.DedupKey and opt.DedupSince are set and a message of the same
-	// tenant, route and DedupKey reached DELIVERY_SUCCESSFUL at or after
-	// DedupSince (its UpdatedAt), Create stores nothing and returns the
-	// latest such message with created = false.
+	// m.DedupKey and opt.DedupSince are set, and the last message sent to
+	// m's target (of the same tenant and route) has m.DedupKey, was sent
+	// at or after DedupSince, is also the last message with a DedupKey
+	// created for that target and has not ended DELIVERY_FAILED or
+	// CANCELLED, Create stores nothing and returns that message with
+	// created = false. A message with a DedupKey is sent when a transition
+	// moves it from SENT_TO_NS to DELIVERED_TO_NS or DELIVERY_SUCCESSFUL:
+	// its network accepted it.
 	Create(ctx context.Context, m *Message, opt CreateOptions) (stored *Message, created bool, err error)
 
 	// Get returns the message with its timeline, or ErrNotFound.
@@ -240,7 +244,7 @@ type CreateOptions struct {
 	// one cancels by coalescing.
 	CoalesceNotify []string
 	// DedupSince is the start of the dedup window of a message with a
-	// DedupKey.
+	// DedupKey: a message sent to its target before it does not count.
 	DedupSince time.Time
 	// Coalesced, when not nil, is set to the number of messages that the
 	// create cancelled by coalescing, once it stored the new one.

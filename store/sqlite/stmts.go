@@ -20,6 +20,7 @@ type writeStmts struct {
 	pruneLanes, pruneBuckets              *sql.Stmt
 	claimEvents, deleteEvent, retryEvent  *sql.Stmt
 	insertDataEvent                       *sql.Stmt
+	pruneLastSent                         *sql.Stmt
 
 	// The inbox's (inbox.go).
 	addInbound, claimInbound, deleteInbound, laterInbound *sql.Stmt
@@ -98,9 +99,13 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.rollback, `ROLLBACK`},
 		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, ordered)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
-		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages INDEXED BY messages_dedup
-			WHERE tenant = +? AND route = +? AND dedup_key = +? AND dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL' AND updated_at >= ?
-			ORDER BY updated_at DESC LIMIT 1`},
+		// The last message sent to the target (?1, ?2, ?3) when it has the
+		// dedup key ?4, was sent at or after ?5, is the last created for
+		// the target and did not fail.
+		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages
+			WHERE id = (SELECT sent_id FROM last_sent WHERE tenant = ?1 AND route = ?2 AND target = ?3
+					AND hash = ?4 AND sent_id = newest_id AND sent_at >= ?5)
+				AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED'`},
 		// Event ids are made of the message id and seq, so a subscriber
 		// named twice in one Notify gets one event.
 		{&st.insertEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error)
@@ -166,6 +171,8 @@ func (st *writeStmts) defs() []stmtDef {
 			WHERE id = ?1 AND status = 'DELIVERED_TO_NS' AND lease = ?2 AND due_at = ?3`},
 		{&st.settledInbound, `INSERT OR IGNORE INTO inbox_done (id, at) SELECT id, at FROM inbox WHERE id = ?`},
 		{&st.deleteInbound, `DELETE FROM inbox WHERE id = ?`},
+		{&st.pruneLastSent, `DELETE FROM last_sent WHERE (tenant, route, target) IN (
+				SELECT tenant, route, target FROM last_sent INDEXED BY last_sent_touched WHERE touched_at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.pruneInboxDone, `DELETE FROM inbox_done WHERE id IN (
 				SELECT id FROM inbox_done INDEXED BY inbox_done_at WHERE at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.laterInbound, `UPDATE inbox SET due_at = ?2 WHERE id = ?1`},

@@ -1,5 +1,7 @@
 -- transition.lua is Store.Transition for a batch of transitions, applied in
--- order. ARGV holds, for each, the number of its arguments and then them:
+-- order. A message with a dedup key that the network accepted (from
+-- SENT_TO_NS to DELIVERED_TO_NS or DELIVERY_SUCCESSFUL) becomes the last
+-- sent to its target (see sent). ARGV holds, for each, the number of its arguments and then them:
 -- id, from, to, lease (0 for any), at, due, deadline, expires, external id,
 -- last error, attempts (reset, undo or 0: see move), reason, the pause of
 -- the message's lane (until|reason, or 0 for none; a pause never shortens
@@ -18,6 +20,9 @@ local function transition(o, n)
 	end
 	move(m, ARGV[o + 2], ARGV[o + 4], ARGV[o + 11], ARGV[o + 5], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8],
 		ARGV[o + 9], ARGV[o + 10], { unpack(ARGV, o + 14, o + n - 1) })
+	if m.dedup ~= '' and ARGV[o + 1] == 'SENT_TO_NS' and (m.st == 'DELIVERED_TO_NS' or m.st == 'DELIVERY_SUCCESSFUL') then
+		sent(m)
+	end
 	if ARGV[o + 13] ~= '' then
 		redis.call('HSET', P .. 'm:' .. m.id, 'res', ARGV[o + 13])
 	elseif ARGV[o + 10] == 'reset' then
