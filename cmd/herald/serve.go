@@ -65,9 +65,16 @@ func newLogger() *slog.Logger {
 }
 
 // loadConfig reads the config file, or builds the demo config without one.
+// A file must give at least one API key: without one, every request would
+// be refused.
 func loadConfig(path string) (*config.File, error) {
 	if path != "" {
-		return config.Load(path)
+		f, err := config.Load(path)
+		if err == nil && len(f.APIKeys) == 0 {
+			err = fmt.Errorf("%s: api_keys: none is configured, so every request would be refused; add one, "+
+				"e.g. api_keys: [{key_env: HERALD_API_KEY, tenant: default}], and set HERALD_API_KEY", path)
+		}
+		return f, err
 	}
 	f := config.Default()
 	key := os.Getenv("HERALD_API_KEY")
