@@ -210,7 +210,7 @@ type Store interface {
 	// (ExpiresAt zero or after p.Now), to SENT_TO_NS, highest priority
 	// first and first-in first-out within a priority, and returns them
 	// (without timelines): it increments Attempt, sets Deadline to
-	// p.Deadline, assigns a fresh Lease and records the transition with
+	// p.Deadline, sets Lease to p.Lease and records the transition with
 	// p.Reason. A message is leased to one caller only, across processes.
 	// Claim never takes a Pull message.
 	Pull(ctx context.Context, p PullClaim) ([]*Message, error)
