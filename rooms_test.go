@@ -28,7 +28,7 @@ func roomRig(t *testing.T) *rig {
 // roomRoute is the route of the rooms' deliveries on store.
 func roomRoute(t *testing.T, store herald.Store) herald.Route {
 	t.Helper()
-	c, err := room.New(room.Config{Subscriptions: store})
+	c, err := room.New(room.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,6 +475,71 @@ func TestRoomDeleteCancels(t *testing.T) {
 	}
 	if _, err := r.eng.Publish(ctx, "acme", "orders", herald.PublishRequest{Type: "t"}); !errors.Is(err, herald.ErrNotFound) {
 		t.Errorf("publish to the deleted room: %v, want ErrNotFound", err)
+	}
+}
+
+// TestRoomDeletionDuringABufferedPushSendsNothing: with one send slot,
+// the push of subscription a holds it while subscription b's delivery,
+// claimed, waits in the dispatcher's buffer; b is deleted meanwhile (its
+// endpoint's carrier known from an earlier push). Once the slot frees, b's
+// delivery is not POSTed: it ended "subscription deleted" with the
+// deletion.
+func TestRoomDeletionDuringABufferedPushSendsNothing(t *testing.T) {
+	r := newRigWith(t, func(c *herald.Config) {
+		c.Routes = append(c.Routes, roomRoute(t, c.Store))
+		c.Concurrency = 1
+	}, nil)
+	var (
+		mu       sync.Mutex
+		posts    = map[string]int{} // by subscription
+		blockFor string
+		release  = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sub := req.Header.Get("X-Herald-Target")
+		mu.Lock()
+		posts[sub]++
+		block := sub == blockFor
+		mu.Unlock()
+		if block {
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // before srv.Close, which waits for a blocked push
+	postsTo := func(sub string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return posts[sub]
+	}
+	r.start()
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	a := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: srv.URL + "/a"})
+	b := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: srv.URL + "/b"})
+	r.publish("orders", herald.PublishRequest{Type: "t"})
+	r.settle()
+	if postsTo(a.ID) != 1 || postsTo(b.ID) != 1 {
+		t.Fatalf("first event: %d and %d posts, want one to each", postsTo(a.ID), postsTo(b.ID))
+	}
+
+	mu.Lock()
+	blockFor = a.ID
+	mu.Unlock()
+	ev := r.publish("orders", herald.PublishRequest{Type: "t"})
+	buffered := delivery(t, ev, b.ID)
+	eventually(t, func() bool { return postsTo(a.ID) == 2 && r.get(buffered).Status == herald.StatusSentToNS }, patience)
+	if err := r.eng.DeleteSubscription(context.Background(), "acme", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	release <- struct{}{} // a's push answers; the slot frees
+	r.settle()
+	if n := postsTo(b.ID); n != 1 {
+		t.Errorf("%d posts to the deleted subscription, want only the first event's", n)
+	}
+	m := r.get(buffered)
+	if last := m.Timeline[len(m.Timeline)-1]; m.Status != herald.StatusDeliveryFailed || last.Reason != "subscription deleted" {
+		t.Errorf("the buffered delivery: %s %q, want DELIVERY_FAILED \"subscription deleted\"", m.Status, last.Reason)
 	}
 }
 

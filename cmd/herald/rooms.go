@@ -30,7 +30,7 @@ func roomsRoute(store herald.Store, f *config.File) (herald.Route, func(name str
 		}
 		return room.Env(name)
 	}
-	c, err := room.New(room.Config{Subscriptions: store, Secret: secret})
+	c, err := room.New(room.Config{Store: store, Secret: secret})
 	if err != nil {
 		return herald.Route{}, nil, err
 	}
