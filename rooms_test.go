@@ -543,6 +543,39 @@ func TestRoomDeletionDuringABufferedPushSendsNothing(t *testing.T) {
 	}
 }
 
+// TestRoomReplayRacingDeletion replays a cancelled delivery while its
+// subscription is deleted, again and again: whichever goes first, no
+// delivery of the deleted subscription is left QUEUED, and a replay that
+// lost says the subscription is deleted.
+func TestRoomReplayRacingDeletion(t *testing.T) {
+	r := roomRig(t)
+	ctx := context.Background()
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	for range 30 {
+		sub := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+		id := delivery(t, r.publish("orders", herald.PublishRequest{Type: "t"}), sub.ID)
+		if _, err := r.eng.Cancel(ctx, "acme", id); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg                sync.WaitGroup
+			replayErr, delErr error
+		)
+		wg.Go(func() { _, replayErr = r.eng.Replay(ctx, "acme", id) })
+		wg.Go(func() { delErr = r.eng.DeleteSubscription(ctx, "acme", sub.ID) })
+		wg.Wait()
+		if delErr != nil {
+			t.Fatal(delErr)
+		}
+		if replayErr != nil && (!errors.Is(replayErr, herald.ErrNotReplayable) || !strings.Contains(replayErr.Error(), "subscription is deleted")) {
+			t.Fatalf("replay: %v, want success or ErrNotReplayable for the deleted subscription", replayErr)
+		}
+		if m := r.get(id); m.Status != herald.StatusCancelled {
+			t.Fatalf("the delivery of the deleted subscription: %s (replay: %v), want CANCELLED", m.Status, replayErr)
+		}
+	}
+}
+
 // TestRoomPublishSeesNewSubscriptions: an engine that published to a room
 // keeps its subscriptions, but a subscription made since, by another
 // engine on the same store, changed the room's revision: the next publish

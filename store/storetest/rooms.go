@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -371,6 +372,71 @@ func testRooms(t *testing.T, open opener) {
 		if routes, _ := h.s.ActiveRoutes(h.ctx); len(routes) != 0 {
 			t.Errorf("ActiveRoutes after the deletion: %v, want none", routes)
 		}
+	})
+
+	// ReplayRacesDeletion: a transition that requires a subscription
+	// applies only while it exists, checked in its own write, so a replay
+	// (CANCELLED -> QUEUED) racing the subscription's deletion leaves no
+	// QUEUED delivery of the deleted subscription, whichever goes first.
+	t.Run("ReplayRacesDeletion", func(t *testing.T) {
+		h := open(t)
+		h.room("acme", "r", 0)
+		end := herald.DeliveryEnd{At: t0, Reason: "subscription deleted"}
+		deliver := func() (herald.Subscription, string) {
+			t.Helper()
+			s := h.sub("r", herald.SubscriptionPush)
+			p := publication(h.getRoom("acme", "r"), nil, s)
+			h.publish(p)
+			id := p.Deliveries[0].ID
+			h.transition(herald.Transition{ID: id, From: herald.StatusQueued, To: herald.StatusCancelled, At: t0, Reason: "cancelled"})
+			return s, id
+		}
+		replay := func(s herald.Subscription, id string) error {
+			return h.s.Transition(h.ctx, herald.Transition{ID: id, From: herald.StatusCancelled, To: herald.StatusQueued, At: at(time.Second),
+				DueAt: at(time.Second), ResetAttempts: true, Reason: "replayed", RequireSubscription: s.ID})
+		}
+
+		kept, keptID := deliver()
+		if err := replay(kept, keptID); err != nil {
+			t.Fatalf("replay while the subscription exists: %v", err)
+		}
+		if m := h.get(keptID); m.Status != herald.StatusQueued {
+			t.Errorf("replayed while the subscription exists: %s, want QUEUED", m.Status)
+		}
+		gone, goneID := deliver()
+		if _, err := h.s.DeleteSubscription(h.ctx, "acme", gone.ID, end); err != nil {
+			t.Fatal(err)
+		}
+		before := h.get(goneID)
+		if err := replay(gone, goneID); !errors.Is(err, herald.ErrConflict) {
+			t.Errorf("replay after the deletion: %v, want ErrConflict", err)
+		}
+		if m := h.get(goneID); m.Status != herald.StatusCancelled || len(m.Timeline) != len(before.Timeline) {
+			t.Errorf("replayed after the deletion: %s, %d entries; want it CANCELLED as it was", m.Status, len(m.Timeline))
+		}
+
+		replayedFirst := 0
+		const rounds = 40
+		for range rounds {
+			s, id := deliver()
+			var (
+				wg                sync.WaitGroup
+				replayErr, delErr error
+			)
+			wg.Go(func() { replayErr = replay(s, id) })
+			wg.Go(func() { _, delErr = h.s.DeleteSubscription(h.ctx, "acme", s.ID, end) })
+			wg.Wait()
+			if delErr != nil || (replayErr != nil && !errors.Is(replayErr, herald.ErrConflict)) {
+				t.Fatalf("deletion %v, replay %v", delErr, replayErr)
+			}
+			if replayErr == nil {
+				replayedFirst++
+			}
+			if m := h.get(id); m.Status != herald.StatusCancelled {
+				t.Fatalf("delivery %s of the deleted subscription: %s (replay %v), want CANCELLED", id, m.Status, replayErr)
+			}
+		}
+		t.Logf("%d of %d replays went before their deletion", replayedFirst, rounds)
 	})
 
 	t.Run("PruneEvents", func(t *testing.T) {
