@@ -66,10 +66,11 @@ type Admission struct {
 	// (configuration does not) on a route whose carrier is direct, whose
 	// flight at the carrier is the call itself. A claim then takes a
 	// lane's messages only when none of them is in flight or those in
-	// flight are the claiming node's (Claim.Node), up to ClaimAhead in
-	// flight, and that node makes at most Concurrency carrier calls of the
-	// lane at once: one node at a time dispatches a lane, and claims its
-	// messages ahead of its sends, as it does an ungated route's.
+	// flight are the claiming node's (Claim.Node), or that node's
+	// heartbeat lapsed (Store.Heartbeat), up to Claim.KeptBound in flight,
+	// never more than ClaimAhead; and that node makes at most Concurrency
+	// carrier calls of the lane at once: one node at a time dispatches a
+	// lane.
 	ClaimAhead int
 }
 
@@ -139,7 +140,9 @@ type LaneState struct {
 	Route, Lane string
 	// Queued counts the lane's QUEUED messages, due or not.
 	Queued int
-	// InFlight lists the ids of the lane's messages in flight, oldest first.
+	// InFlight lists the ids of the lane's messages in flight that hold
+	// its slots, oldest first (not those of a node whose heartbeat lapsed:
+	// see Store.Heartbeat).
 	InFlight []string
 	// NextAt is the earliest time of the lane's next dispatch under its
 	// spacing; zero when there is none.

@@ -2,6 +2,7 @@ package herald_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -93,11 +94,11 @@ func claimAheadRig(t *testing.T, c *laneGate, concurrency int) *rig {
 }
 
 // TestClaimAheadKeepsTheLaneConcurrencyAtTheCarrier: on a direct route
-// capped at 2 calls per lane, whose lanes' messages are all claimed ahead
-// (all 40 SENT_TO_NS while the first calls are held), the carrier never
-// has more than 2 calls of a lane at once, and has exactly 2 (while the
-// lane has 2 left) after each call that ends, as the calls are released
-// one per lane at a time; the 40 messages of lanes A and B end
+// capped at 2 calls per lane, the carrier never has more than 2 calls of a
+// lane at once, and has exactly 2 (while the lane has 2 left) after each
+// call that ends, as the calls are released one per lane at a time; while
+// the first calls are held, only they are SENT_TO_NS, the 36 others QUEUED
+// with no attempt spent; the 40 messages of lanes A and B end
 // DELIVERY_SUCCESSFUL, each sent once.
 func TestClaimAheadKeepsTheLaneConcurrencyAtTheCarrier(t *testing.T) {
 	const perLane = 20
@@ -127,10 +128,15 @@ func TestClaimAheadKeepsTheLaneConcurrencyAtTheCarrier(t *testing.T) {
 				t.Fatalf("lane %s had %d carrier calls at once, capped at 2", lane, most)
 			}
 		}
-		if released == 0 { // the store let the lanes' messages go ahead of their calls
-			for _, m := range msgs {
-				if got := r.get(m.ID); got.Status != herald.StatusSentToNS {
-					t.Fatalf("%s of lane %s is %s while the first calls are held, want SENT_TO_NS: claimed ahead", m.ID, m.Lane, got.Status)
+		if released == 0 { // the calls held: the lanes' other messages were not sent, and do not say so
+			for i, m := range msgs {
+				want, attempt := herald.StatusQueued, 0
+				if i < 4 {
+					want, attempt = herald.StatusSentToNS, 1
+				}
+				if got := r.get(m.ID); got.Status != want || got.Attempt != attempt {
+					t.Fatalf("%s of lane %s is %s at attempt %d while the first calls are held, want %s at attempt %d",
+						m.ID, m.Lane, got.Status, got.Attempt, want, attempt)
 				}
 			}
 		}
@@ -187,82 +193,56 @@ func TestClaimAheadLaneDoesNotKeepAnotherBack(t *testing.T) {
 	}
 }
 
-// TestClaimAheadHandsBackAMessageThatWaitedTooLong: on a direct route
-// capped at 1 call per lane, the lane's first call is held while its
-// second message waits, claimed, for it; once the clock is past half the
-// second's accept timeout (20 s), the engine hands it back: TO_RETRY, due
-// at once, reason "lane busy", its attempt undone (the timeline's entry
-// at attempt 0), not sent. It is claimed again, and once the first call
-// ends it is sent, once, and delivered at attempt 1.
-func TestClaimAheadHandsBackAMessageThatWaitedTooLong(t *testing.T) {
+// TestLaneHeldMessagesStayQueued: on a direct route capped at 2 calls
+// per lane, 8 messages of one lane whose calls answer slowly (held): only
+// the 2 at the carrier are SENT_TO_NS; the 6 others stay QUEUED with no
+// attempt spent, no stage deadline and nothing in their timeline but
+// their creation, and explain says lane_concurrency, naming the 2 in
+// flight. So they stay when the engine stops; started again, it sends
+// them, each once, at attempt 1.
+func TestLaneHeldMessagesStayQueued(t *testing.T) {
 	c := newLaneGate("L")
-	r := claimAheadRig(t, c, 1)
-	first := r.send(herald.SendRequest{Route: "dcu", Lane: "L", Text: "first"})
-	second := r.send(herald.SendRequest{Route: "dcu", Lane: "L", Text: "second"})
-	r.start()
-	eventually(t, func() bool {
-		open, _, _ := c.state("L")
-		return open == 1 && r.get(second.ID).Status == herald.StatusSentToNS
-	}, patience)
-	if c.calls(second) != 0 {
-		t.Fatalf("the second was sent while the first's call held the lane")
-	}
-	r.clock.Advance(11 * time.Second) // 9 s of its 20 s left; the first's call is still held
-	handedBack := func() *herald.TimelineEntry {
-		for _, e := range r.get(second.ID).Timeline {
-			if e.Reason == "lane busy" {
-				return &e
-			}
-		}
-		return nil
-	}
-	eventually(t, func() bool { return handedBack() != nil }, patience)
-	if e := handedBack(); e.From != herald.StatusSentToNS || e.To != herald.StatusToRetry || e.Attempt != 0 || !e.At.Equal(t0.Add(11*time.Second)) {
-		t.Errorf("hand-back entry %s -> %s attempt %d at +%v, want SENT_TO_NS -> TO_RETRY attempt 0 at +11s", e.From, e.To, e.Attempt, e.At.Sub(t0))
-	}
-	if open, _, done := c.state("L"); open != 1 || done != 0 || c.calls(second) != 0 {
-		t.Fatalf("after the hand-back: %d calls in flight, %d ended, the second sent %d times; want the first's held alone", open, done, c.calls(second))
-	}
-	c.releaseAll()
-	r.settle()
-	for _, m := range []*herald.Message{first, second} {
-		if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 1 || c.calls(m) != 1 {
-			t.Errorf("%s: %s at attempt %d after %d calls, want DELIVERY_SUCCESSFUL at attempt 1 after 1", m.Text, got.Status, got.Attempt, c.calls(m))
-		}
-	}
-	if t.Failed() {
-		for _, e := range r.get(second.ID).Timeline {
-			t.Logf("  %s -> %s attempt %d %q at %v", e.From, e.To, e.Attempt, e.Reason, e.At.Sub(t0))
-		}
-	}
-}
-
-// TestStopHandsBackWhatWasNotSent: messages claimed ahead but not sent
-// when the engine stops go back TO_RETRY, due at once, with no attempt
-// spent ("handed back"), rather than waiting SENT_TO_NS for their deadline.
-func TestStopHandsBackWhatWasNotSent(t *testing.T) {
-	c := newLaneGate("A")
-	r := claimAheadRig(t, c, 1)
+	r := claimAheadRig(t, c, 2)
 	var msgs []*herald.Message
-	for range 5 {
-		msgs = append(msgs, r.send(herald.SendRequest{Route: "dcu", Lane: "A", Text: "x"}))
+	for range 8 {
+		msgs = append(msgs, r.send(herald.SendRequest{Route: "dcu", Lane: "L", Text: "x"}))
 	}
 	r.start()
-	eventually(t, func() bool {
-		open, _, _ := c.state("A")
-		return open == 1 && r.get(msgs[4].ID).Status == herald.StatusSentToNS
-	}, patience)
+	eventually(t, func() bool { open, _, _ := c.state("L"); return open == 2 }, patience)
+	time.Sleep(100 * time.Millisecond) // the dispatcher's next claims, which find nothing more to take
+	if n := r.countStatus(herald.StatusSentToNS); n != 2 {
+		t.Fatalf("%d messages SENT_TO_NS with 2 calls at the carrier, want 2", n)
+	}
+	inFlight := []string{msgs[0].ID, msgs[1].ID}
+	for _, m := range msgs[2:] {
+		got := r.get(m.ID)
+		if got.Status != herald.StatusQueued || got.Attempt != 0 || !got.Deadline.IsZero() || len(got.Timeline) != 1 {
+			t.Errorf("%s: %s attempt %d deadline %v, %d timeline entries; want QUEUED, attempt 0, none, its creation's only",
+				m.ID, got.Status, got.Attempt, got.Deadline, len(got.Timeline))
+		}
+		x, err := r.eng.Explain(context.Background(), "acme", m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Reason != "lane_concurrency" || !slices.Equal(x.BlockingIDs, inFlight) {
+			t.Errorf("explain %s = %s %v (%s), want lane_concurrency %v", m.ID, x.Reason, x.BlockingIDs, x.Detail, inFlight)
+		}
+	}
 	stopped := make(chan struct{})
 	go func() { r.stop(); close(stopped) }()
-	eventually(t, func() bool { return r.get(msgs[4].ID).Status == herald.StatusToRetry }, patience)
+	eventually(t, func() bool { return r.clock.Waiters() == 0 }, patience) // the loops are gone; Stop waits for the held calls
+	for _, m := range msgs[2:] {
+		if got := r.get(m.ID); got.Status != herald.StatusQueued || got.Attempt != 0 {
+			t.Errorf("%s while the engine stops: %s attempt %d, want QUEUED attempt 0", m.ID, got.Status, got.Attempt)
+		}
+	}
 	c.releaseAll()
 	<-stopped
-	for _, m := range msgs[1:] {
-		got := r.get(m.ID)
-		last := got.Timeline[len(got.Timeline)-1]
-		if got.Status != herald.StatusToRetry || got.Attempt != 0 || last.Reason != "handed back" || c.calls(m) != 0 {
-			t.Errorf("%s after stop: %s attempt %d, last entry %q, %d calls; want TO_RETRY attempt 0 \"handed back\", none",
-				m.ID, got.Status, got.Attempt, last.Reason, c.calls(m))
+	r.start()
+	r.settle()
+	for _, m := range msgs {
+		if got := r.get(m.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 1 || c.calls(m) != 1 {
+			t.Errorf("%s: %s at attempt %d after %d calls, want DELIVERY_SUCCESSFUL at attempt 1 after 1", m.ID, got.Status, got.Attempt, c.calls(m))
 		}
 	}
 }
@@ -270,9 +250,9 @@ func TestStopHandsBackWhatWasNotSent(t *testing.T) {
 // TestClaimAheadLanesShareTheBuffer: three lanes of 600 messages each,
 // capped at 1 call whose calls do not end, would hold more claimed
 // messages than the engine has room for (its pending tokens) if each
-// claimed as far ahead as its ClaimAhead; they share the room instead
-// (Claim.KeptAhead), and a fourth lane's one message is delivered while
-// their calls are held.
+// claimed as far ahead as its ClaimAhead; their calls are slow, so none
+// is claimed beyond its call (Claim.KeptAhead), and a fourth lane's one
+// message is delivered while their calls are held.
 func TestClaimAheadLanesShareTheBuffer(t *testing.T) {
 	c := newLaneGate("A", "B", "C")
 	r := claimAheadRig(t, c, 1)
@@ -295,10 +275,10 @@ func TestClaimAheadLanesShareTheBuffer(t *testing.T) {
 
 // TestClaimAheadSlowCallsLeaveRoom: with more send slots than claims
 // reach ahead (Concurrency 20, ClaimBatch 2: 48 pending tokens), six
-// lanes capped at 3 calls, whose calls do not end, hold their calls and
-// their share of the buffer, not every token: a seventh lane's message is
-// delivered while they are held. (Claim.KeptSent counts only answers on
-// their way to the store, never calls in flight.)
+// lanes capped at 3 calls, whose calls do not end, hold their calls, not
+// every token: a seventh lane's message is delivered while they are held.
+// (Claim.KeptSent counts only answers on their way to the store, never
+// calls in flight.)
 func TestClaimAheadSlowCallsLeaveRoom(t *testing.T) {
 	slow := []string{"A", "B", "C", "E", "F", "G"}
 	c := newLaneGate(slow...)

@@ -118,8 +118,9 @@ type claimed struct {
 
 // claimAhead claims up to limit messages, of gated routes at most gated,
 // of the lanes this node keeps as far ahead as kept allows, into the
-// prefetched buffer.
+// prefetched buffer, and tells pace how long the claim took.
 func (e *Engine) claimAhead(ctx context.Context, limit, gated int, kept keptBound) claimed {
+	began := e.clock.Now()
 	msgs, err := e.claimMessages(ctx, limit, gated, kept)
 	e.dispatchMu.Lock()
 	defer e.dispatchMu.Unlock()
@@ -130,49 +131,9 @@ func (e *Engine) claimAhead(ctx context.Context, limit, gated int, kept keptBoun
 	if err != nil {
 		return claimed{err: err}
 	}
+	e.pace.claimed(e.clock.Now().Sub(began))
 	e.prefetch(msgs)
-	if len(msgs) < limit && !e.keptAtBound(msgs, kept) {
-		e.pace.ranOut()
-	}
 	return claimed{n: len(msgs)}
-}
-
-// keptAtBound reports whether msgs, a claim's messages now in the
-// prefetched buffer, may hold the last a lane this node keeps could take:
-// the lane's messages claimed and not recorded (prefetched, in a call, or
-// answered) reach a quarter of its bound, Admission.ClaimAhead or the
-// claim's kept share when it set one (on a busy lane, the calls that
-// ended while the claim ran make up the rest), and fill the node's send
-// slots. Such a claim may have been cut short by the bound rather than by
-// the end of the due messages; a trickle of messages on a lane is not.
-// The caller holds dispatchMu.
-func (e *Engine) keptAtBound(msgs []*Message, kept keptBound) bool {
-	var lanes map[LaneRef]bool
-	for _, m := range msgs {
-		if e.keptLane(m) {
-			if lanes == nil {
-				lanes = make(map[LaneRef]bool)
-			}
-			lanes[LaneRef{m.Route, m.Lane}] = true
-		}
-	}
-	if lanes == nil {
-		return false
-	}
-	held := make(map[LaneRef]int, len(lanes))
-	for _, m := range e.prefetched {
-		if key := (LaneRef{m.Route, m.Lane}); lanes[key] {
-			held[key]++
-		}
-	}
-	claim := Claim{KeptAhead: kept.ahead, KeptSent: kept.sent}
-	for key := range lanes {
-		bound := claim.KeptBound(e.admission[key.Route], key)
-		if n := held[key] + e.laneCalls[key] + e.laneAnswered[key]; 4*n >= bound && n >= cap(e.slots) {
-			return true
-		}
-	}
-	return false
 }
 
 // claimWant returns how many messages the next claim should take, 0 for
@@ -183,10 +144,10 @@ func (e *Engine) keptAtBound(msgs []*Message, kept keptBound) bool {
 func (e *Engine) claimWant() int {
 	free := cap(e.slots) - len(e.slots)
 	have := len(e.prefetched) - e.laneKept + e.claimingN
-	if have > e.pace.ahead/2 {
+	ahead := e.pace.ahead(cap(e.slots), maxClaims*e.cfg.ClaimBatch)
+	if have > ahead/2 {
 		return 0
 	}
-	ahead := e.pace.next(min(cap(e.slots), e.cfg.ClaimBatch), maxClaims*e.cfg.ClaimBatch)
 	want := free + ahead - have
 	return max(0, min(want, e.cfg.ClaimBatch, cap(e.pending)-len(e.pending)-e.claimingN))
 }
@@ -253,9 +214,6 @@ func (e *Engine) startPrefetched() int {
 		started++
 	}
 	e.laneKept = kept
-	if len(e.slots) < cap(e.slots) && kept == 0 {
-		e.pace.noteStarved()
-	}
 	// What is left: the kept, in order, then the ones not looked at.
 	copy(e.prefetched[i-kept:i], e.prefetched[:kept])
 	clear(e.prefetched[:i-kept])
@@ -266,19 +224,17 @@ func (e *Engine) startPrefetched() int {
 // keptBound is how far ahead a claim may take the messages of the lanes
 // this node keeps: Claim.KeptAhead and Claim.KeptSent.
 type keptBound struct {
-	ahead int
+	ahead map[string]int
 	sent  map[LaneRef]int
 }
 
-// keptAhead returns how far ahead of its calls a claim may take the
-// messages of a lane this node keeps: three quarters of the pending
-// tokens, shared by the lanes with calls in flight and one more, so that
-// lanes whose calls are slow cannot take every token and keep the other
-// lanes' messages from being claimed; and beyond that, the lane's
-// answers on their way to the store (a copy of laneAnswered). The caller
-// holds dispatchMu.
+// keptAhead returns how far beyond their concurrency a claim may take the
+// messages of the lanes this node keeps: by route, what pace expects their
+// calls to free while the claim is written (none for a route whose calls
+// are slower than a claim); and by lane, its answers on their way to the
+// store (a copy of laneAnswered). The caller holds dispatchMu.
 func (e *Engine) keptAhead() keptBound {
-	k := keptBound{ahead: 3 * cap(e.pending) / 4 / (len(e.laneCalls) + 1)}
+	k := keptBound{ahead: e.pace.keptAhead(e.admission)}
 	if len(e.laneAnswered) > 0 {
 		k.sent = maps.Clone(e.laneAnswered)
 	}
@@ -413,9 +369,11 @@ func (e *Engine) startSend(m *Message) {
 			<-e.pending
 			e.nudge(e.wake) // the claim window may have been full
 		}()
+		began := e.clock.Now()
 		t, ok, outcome := e.tracedSend(m)
 		e.dispatchMu.Lock()
 		<-e.slots
+		e.pace.called(m.Route, kept, e.clock.Now().Sub(began))
 		if kept {
 			if e.laneCalls[key]--; e.laneCalls[key] == 0 {
 				delete(e.laneCalls, key)
@@ -607,16 +565,17 @@ func (e *Engine) slotFreed(m *Message, t Transition) {
 
 // recordResult applies the transition that records a carrier's answer. A
 // conflict means the claim's lease ran out and the message moved on (retried
-// by the reaper, perhaps sent again by another node): the late result is
-// refused, and counted.
+// by the reaper, perhaps sent again by another node): a late success is
+// adopted, a late failure dropped and counted (late.go). It returns the
+// error of the last write.
 //
 // While the store is unavailable the result is retried a few times, so that
 // a short outage does not turn into a second send after the accept timeout.
-func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) {
-	_ = e.retryStore(ctx, func() error {
+func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) error {
+	return e.retryStore(ctx, func() error {
 		err := e.apply(ctx, m, t)
 		if errors.Is(err, ErrConflict) {
-			e.problem("stale_completion", "late result refused: the message moved on", "id", m.ID, "from", t.From, "to", t.To, "lease", m.Lease)
+			return e.adoptLate(ctx, m, t)
 		}
 		return err
 	})

@@ -525,31 +525,6 @@ func (g *gated) Send(context.Context, *herald.Message) (herald.SendResult, error
 	return herald.SendResult{}, nil
 }
 
-func TestPrefetchedMessageNearItsDeadlineIsNotSent(t *testing.T) {
-	c := &gated{gate: make(chan struct{})}
-	p, _ := herald.ProfilePolicy(herald.ProfileChannel) // accept timeout 20 s
-	r := newRigWith(t, func(cfg *herald.Config) { cfg.Concurrency, cfg.ClaimBatch = 1, 2 },
-		[]herald.Route{{Name: "chat", Carrier: c, Policy: p}})
-	first := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "a"})
-	second := r.send(herald.SendRequest{Route: "chat", Target: "1", Text: "b"})
-	r.start() // claims both in one claim, sends the first, which waits for the gate
-	eventually(t, func() bool { return c.sends.Load() == 1 }, patience)
-	r.clock.Advance(15 * time.Second) // the second now has 5 s of its 20 s left
-	close(c.gate)                     // the first's slot goes to the second, if it is not stale
-	r.settle()
-	if got := r.get(first.ID); got.Status != herald.StatusDeliverySuccessful {
-		t.Fatalf("first: %s", got.Status)
-	}
-	if got := r.get(second.ID); got.Status != herald.StatusSentToNS || c.sends.Load() != 1 {
-		t.Fatalf("second: %s after %d sends; want it left SENT_TO_NS, unsent", got.Status, c.sends.Load())
-	}
-	r.advance(5 * time.Second) // reaped to TO_RETRY
-	r.advance(5 * time.Second)
-	if got := r.get(second.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 2 || c.sends.Load() != 2 {
-		t.Fatalf("second after its retry: %s attempt %d, %d sends", got.Status, got.Attempt, c.sends.Load())
-	}
-}
-
 func TestPruneDeletesTerminalMessagesAfterTheRetention(t *testing.T) {
 	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
 	r := newRig(t, []herald.Route{{Name: "chat", Carrier: &scripted{}, Policy: p}})

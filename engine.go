@@ -318,7 +318,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	for _, loop := range []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop} {
+	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
+	if e.keepsLanes() {
+		e.beat(ctx) // before the first claim takes a lane
+		loops = append(loops, e.heartbeatLoop)
+	}
+	for _, loop := range loops {
 		e.loops.Add(1)
 		e.busy.Add(1)
 		go func() {

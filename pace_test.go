@@ -1,108 +1,77 @@
 package herald
 
 import (
-	"context"
 	"testing"
+	"time"
 )
 
-func TestPaceGrowsWhenStarvedAndShrinksBack(t *testing.T) {
+// TestPaceClaimsAheadOnlyForFastCalls: beyond the free slots, the
+// dispatcher claims what the calls ending while claimsAhead (4) claims are
+// written make room for: none while a claim's time is unknown (a fake
+// clock that does not move) or when calls are slower than claims; that
+// many claims' worth of calls per slot when they are faster; never more
+// than asked.
+func TestPaceClaimsAheadOnlyForFastCalls(t *testing.T) {
 	var p pace
-	if got := p.next(10, 512); got != 10 {
-		t.Fatalf("first margin = %d, want the least, 10", got)
+	if got := p.ahead(10, 512); got != 0 {
+		t.Fatalf("ahead before any claim = %d, want 0", got)
 	}
-	want := []int{20, 40, 80, 160, 320, 512, 512}
-	for i, w := range want {
-		p.noteStarved()
-		if got := p.next(10, 512); got != w {
-			t.Fatalf("after starving %d times: margin %d, want %d", i+1, got, w)
-		}
+	p.claimed(0)
+	p.called("r", false, 0)
+	if got := p.ahead(10, 512); got != 0 {
+		t.Fatalf("ahead when claims take no time = %d, want 0", got)
 	}
-	prev := p.ahead
+	p = pace{}
+	p.claimed(2 * time.Millisecond)
+	p.called("r", false, 1500*time.Millisecond)
+	if got := p.ahead(64, 512); got != 0 {
+		t.Fatalf("ahead with calls of 1.5 s and claims of 2 ms = %d, want 0: a claimed message would wait a call for its slot", got)
+	}
+	p = pace{}
+	p.claimed(2 * time.Millisecond)
+	p.called("r", false, time.Millisecond)
+	if got := p.ahead(10, 512); got != 80 {
+		t.Fatalf("ahead with calls of 1 ms and claims of 2 ms = %d, want 10 slots × 4 claims × 2 calls = 80", got)
+	}
+	p.called("r", false, 0) // averaged towards 0: faster
+	if got := p.ahead(10, 512); got <= 80 {
+		t.Fatalf("ahead after a faster call = %d, want more than 80", got)
+	}
 	for range 100 {
-		got := p.next(10, 512)
-		if got > prev {
-			t.Fatalf("margin grew from %d to %d without starving", prev, got)
-		}
-		prev = got
+		p.called("r", false, time.Microsecond)
 	}
-	if prev != 10 {
-		t.Fatalf("margin after 100 claims without starving = %d, want back to the least, 10", prev)
+	if got := p.ahead(10, 512); got != 512 {
+		t.Fatalf("ahead with calls of 1 µs = %d, want the most, 512", got)
+	}
+	for range 100 {
+		p.called("r", false, time.Second)
+	}
+	if got := p.ahead(10, 512); got != 0 {
+		t.Fatalf("ahead once calls slowed to 1 s = %d, want back to 0", got)
 	}
 }
 
-func TestPaceStartsOverWhenTheQueueRunsOut(t *testing.T) {
+// TestPaceKeptAheadByRoute: a kept route's lanes are claimed beyond their
+// concurrency by what their own calls free while 4 claims are written,
+// never beyond their ClaimAhead; a route whose calls are slow, or that
+// the node never called, gets none.
+func TestPaceKeptAheadByRoute(t *testing.T) {
 	var p pace
-	for range 5 {
-		p.noteStarved()
-		p.next(10, 512)
+	p.claimed(2 * time.Millisecond)
+	p.called("fast", true, 100*time.Microsecond)
+	p.called("slow", true, 1500*time.Millisecond)
+	p.called("free", false, 100*time.Microsecond)
+	rules := map[string]Admission{
+		"fast":   {Concurrency: 2, ClaimAhead: 514},
+		"slow":   {Concurrency: 2, ClaimAhead: 514},
+		"capped": {Concurrency: 10, ClaimAhead: 30},
 	}
-	if p.ahead != 160 {
-		t.Fatalf("margin after starving 5 times = %d, want 160", p.ahead)
+	got := p.keptAhead(rules)
+	if len(got) != 1 || got["fast"] != 160 {
+		t.Fatalf("kept ahead = %v, want only fast: 2 calls × 4 claims × 20 = 160", got)
 	}
-	// Idle slots while nothing is due must not grow the margin either: a
-	// burst after an idle spell would otherwise be claimed far ahead of
-	// slow slots.
-	p.ranOut()
-	p.noteStarved()
-	if got := p.next(10, 512); got != 10 {
-		t.Fatalf("margin after running out = %d, want the least, 10", got)
-	}
-}
-
-// claimStub is a Store whose claims return msgs; nothing else of it is
-// used.
-type claimStub struct {
-	Store
-	msgs []*Message
-}
-
-func (s *claimStub) Claim(context.Context, Claim) ([]*Message, error) { return s.msgs, nil }
-
-// directStub is a direct carrier that is never called.
-type directStub struct{}
-
-func (directStub) Path() Path                                         { return PathDirect }
-func (directStub) Validate(*Message) error                            { return nil }
-func (directStub) Send(context.Context, *Message) (SendResult, error) { return SendResult{}, nil }
-
-// TestShortClaimAtAKeptBoundKeepsPace: a claim that brings fewer messages
-// than it asked for, but leaves a lane the node keeps (ClaimAhead) holding
-// a quarter of the claim's kept share (8) or more, and as many as the
-// node's send slots (1), may have been cut short by that bound rather than
-// by the end of the due messages: the pace stays. A short claim of a kept
-// lane well below its bound (a trickle), or of no kept lane, starts it
-// over.
-func TestShortClaimAtAKeptBoundKeepsPace(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		route string
-		n     int // messages the claim brings, of lane L
-		want  int
-	}{
-		{"kept lane at its share", "kept", 2, 100},
-		{"kept lane below its share", "kept", 1, 0},
-		{"ungated", "free", 2, 0},
-	} {
-		p, _ := ProfilePolicy(ProfileChannel)
-		kept := p
-		kept.Admission = Admission{Concurrency: 1}
-		stub := &claimStub{}
-		for i := range tc.n {
-			stub.msgs = append(stub.msgs, &Message{ID: string(rune('a' + i)), Route: tc.route, Lane: "L", Status: StatusSentToNS})
-		}
-		e, err := New(Config{Store: stub, Concurrency: 1, Routes: []Route{
-			{Name: "kept", Carrier: directStub{}, Policy: kept},
-			{Name: "free", Carrier: directStub{}, Policy: p},
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.pace.ahead = 100
-		if c := e.claimAhead(context.Background(), 50, 50, keptBound{ahead: 8}); c.err != nil || c.n != tc.n {
-			t.Fatalf("%s: claim: %+v", tc.name, c)
-		}
-		if e.pace.ahead != tc.want {
-			t.Errorf("%s: pace after a short claim %d, want %d", tc.name, e.pace.ahead, tc.want)
-		}
+	p.called("capped", true, time.Microsecond)
+	if got := p.keptAhead(rules); got["capped"] != 30 {
+		t.Fatalf("kept ahead of capped = %d, want its ClaimAhead, 30", got["capped"])
 	}
 }

@@ -75,6 +75,18 @@ type Store interface {
 	// and resets the count. A lane of a route without a circuit is left alone.
 	ReportCircuit(ctx context.Context, r CircuitReport) (CircuitChange, error)
 
+	// Heartbeat records that node is alive for ttl from now. The lanes a
+	// node keeps (Admission.ClaimAhead) stay its own while its heartbeat
+	// lasts; once it has lapsed, a claim of another node takes such a
+	// lane over, and the lapsed node's messages in flight no longer hold
+	// the lane's slots (a node's carrier calls end with it; the messages
+	// stay in flight until their deadline, as the reaper finds them). A
+	// node of which the store has no heartbeat counts as alive on a store
+	// that several processes share (a version before heartbeats), and as
+	// lapsed on one that a single process writes (a process before this
+	// one).
+	Heartbeat(ctx context.Context, node string, now time.Time, ttl time.Duration) error
+
 	// FirstActive returns the id of the oldest message of route and target
 	// that is not terminal, or "" when there is none: on an ordered route,
 	// the one every later message of the target waits behind.
@@ -247,31 +259,30 @@ type Claim struct {
 	// count in Limit too); 0 claims none of them.
 	GatedLimit int
 	// Node names the claiming node, unique to the process: the lanes of a
-	// route with Admission.ClaimAhead are dispatched by one node at a time.
+	// route with Admission.ClaimAhead are dispatched by one node at a time,
+	// while its heartbeat lasts (see Store.Heartbeat).
 	Node string
-	// KeptAhead, when positive, lowers for this claim the bound of the
-	// lanes of routes with Admission.ClaimAhead: at most the larger of
-	// their Concurrency and KeptAhead plus the lane's KeptSent of their
-	// messages in flight (the node shares its buffer among the lanes it
-	// keeps). KeptSent counts only when KeptAhead is positive.
-	KeptAhead int
+	// KeptAhead gives, by route with Admission.ClaimAhead, how many of a
+	// lane's messages beyond its Concurrency the claim may leave in
+	// flight: those whose calls the node expects to start while the claim
+	// is written, because as many calls of the lane end meanwhile. A route
+	// it does not name has none: its lanes' messages are claimed for their
+	// free calls only, and the others stay QUEUED.
+	KeptAhead map[string]int
 	// KeptSent counts, for each lane the node keeps, its messages whose
 	// carrier calls have ended and whose answers are not recorded yet:
-	// in flight for the store, but neither in the node's buffer nor in a
-	// call, so that a fast lane is not held back by its own answers on
-	// their way to the store.
+	// in flight for the store, but no longer at the carrier, so that a
+	// lane's next message is claimed while its last answer is on its way
+	// to the store.
 	KeptSent map[LaneRef]int
 }
 
 // KeptBound returns how many messages of lane l, of a route with
 // admission a and a ClaimAhead, may be in flight after claim c: its
-// ClaimAhead, or when c sets KeptAhead, at most the larger of its
-// Concurrency and KeptAhead plus the lane's KeptSent.
+// Concurrency, plus its route's KeptAhead and the lane's KeptSent, and
+// never more than its ClaimAhead.
 func (c Claim) KeptBound(a Admission, l LaneRef) int {
-	if c.KeptAhead <= 0 {
-		return a.ClaimAhead
-	}
-	return min(a.ClaimAhead, max(a.Concurrency, c.KeptAhead+c.KeptSent[l]))
+	return min(a.ClaimAhead, a.Concurrency+c.KeptAhead[l.Route]+c.KeptSent[l])
 }
 
 // LaneRef names a lane of a route.

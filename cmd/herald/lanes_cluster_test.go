@@ -150,3 +150,134 @@ routes:
 	}
 	t.Logf("capped lanes: at most %d at once; spaced lane: %d requests over %v", most, len(starts), starts[len(starts)-1].Sub(starts[0]))
 }
+
+// slowSink answers every request after delay, and records how many
+// requests each message (its Idempotency-Key) got.
+type slowSink struct {
+	delay time.Duration
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (s *slowSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.calls[r.Header.Get("Idempotency-Key")]++
+	s.mu.Unlock()
+	select {
+	case <-time.After(s.delay):
+	case <-r.Context().Done(): // the node that sent it died
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *slowSink) callsOf(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[id]
+}
+
+// TestKilledNodesHeldBackMessagesGoAtOnce: node A dispatches a webhook
+// lane capped at 2 calls, whose sink answers in 1.5 s, with 8 messages: 2
+// at the sink (SENT_TO_NS), 6 held back (QUEUED, attempt 0, explain
+// lane_concurrency). A is killed with SIGKILL; node B, on the same Redis,
+// takes the lane over once A's heartbeat lapses (5 s) and delivers the 6,
+// each sent once, at attempt 1, long before the accept timeout (20 s) that
+// A's 2 in flight wait for.
+func TestKilledNodesHeldBackMessagesGoAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	rs := redistest.Start(t)
+	sink := &slowSink{delay: 1500 * time.Millisecond, calls: map[string]int{}}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	config := func(addr string) string {
+		return fmt.Sprintf(`listen: %s
+store: %s
+api_keys:
+  - {key_env: HERALD_TEST_KEY, tenant: test}
+routes:
+  - {name: dcu, carrier: webhook, url: %s, admission: {concurrency: 2}, policy: {timeouts: {accept: 20s}}}
+`, addr, rs.URL(), srv.URL)
+	}
+	addrA := freeAddr(t)
+	a := startProc(t, t.TempDir(), config(addrA))
+	a.waitReady("http://" + addrA)
+	ids := make([]string, 8)
+	for i := range ids {
+		var view struct{ ID string }
+		if code, err := a.call("POST", "/v1/messages", map[string]any{"route": "dcu", "lane": "dcu-1", "text": fmt.Sprint(i)}, &view); err != nil || code != http.StatusAccepted {
+			t.Fatalf("send %d: %d %v", i, code, err)
+		}
+		ids[i] = view.ID
+	}
+	status := func(node *serverProc, id string) (string, int) {
+		var view struct {
+			Status  string
+			Attempt int
+		}
+		if code, err := node.call("GET", "/v1/messages/"+id, nil, &view); err != nil || code != http.StatusOK {
+			t.Fatalf("get %s: %d %v", id, code, err)
+		}
+		return view.Status, view.Attempt
+	}
+	var sent, held []string
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sent) != 2 && time.Now().Before(deadline) {
+		sent, held = nil, nil
+		for _, id := range ids {
+			if st, _ := status(a, id); st == "SENT_TO_NS" {
+				sent = append(sent, id)
+			} else {
+				held = append(held, id)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(sent) != 2 {
+		t.Fatalf("%d messages SENT_TO_NS on a lane capped at 2", len(sent))
+	}
+	for _, id := range held {
+		if st, attempt := status(a, id); st != "QUEUED" || attempt != 0 {
+			t.Fatalf("%s held back by its lane: %s attempt %d, want QUEUED attempt 0", id, st, attempt)
+		}
+		var x struct {
+			Reason      string
+			BlockingIDs []string `json:"blocking_ids"`
+		}
+		if _, err := a.call("GET", "/v1/messages/"+id+"/explain", nil, &x); err != nil || x.Reason != "lane_concurrency" || !sameIDs(x.BlockingIDs, sent) {
+			t.Fatalf("explain %s = %+v, %v; want lane_concurrency, blocked by %v", id, x, err, sent)
+		}
+	}
+	addrB := freeAddr(t)
+	b := startProc(t, t.TempDir(), config(addrB))
+	b.waitReady("http://" + addrB)
+	a.kill()
+	killed := time.Now()
+	for _, id := range held {
+		for {
+			st, attempt := status(b, id)
+			if st == "DELIVERY_SUCCESSFUL" {
+				if attempt != 1 || sink.callsOf(id) != 1 {
+					t.Errorf("%s delivered at attempt %d after %d calls, want attempt 1 after 1", id, attempt, sink.callsOf(id))
+				}
+				break
+			}
+			if time.Since(killed) > 18*time.Second {
+				t.Fatalf("%s is %s at attempt %d %v after A was killed: it waited as long as an accept timeout", id, st, attempt, time.Since(killed))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Logf("the 6 held back were delivered by B %v after A was killed", time.Since(killed).Round(100*time.Millisecond))
+	for _, id := range sent { // A's calls: in doubt until their accept timeout
+		if st, attempt := status(b, id); st != "SENT_TO_NS" || attempt != 1 {
+			t.Errorf("%s of A's calls: %s attempt %d, want SENT_TO_NS attempt 1 until its deadline", id, st, attempt)
+		}
+	}
+}
+
+// sameIDs reports whether a and b hold the same ids, in any order.
+func sameIDs(a, b []string) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(id string) bool { return !slices.Contains(b, id) })
+}

@@ -374,7 +374,7 @@ func TestPassedLanesLeaveRoom(t *testing.T) {
 	}
 	claim := func(limit int) int {
 		t.Helper()
-		got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: time.Minute, Node: "n1", KeptAhead: 2})
+		got, err := s.Claim(ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: time.Minute, Node: "n1", KeptAhead: map[string]int{"g": 1}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,9 +20,12 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 	if c.Limit <= 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 7+2*len(c.KeptSent)+2*len(c.AcceptTimeouts))
-	args = append(args, unixms.From(c.Now), c.Limit, max(c.GatedLimit, 0), c.DefaultAccept.Milliseconds(), c.Node, max(c.KeptAhead, 0),
-		len(c.KeptSent))
+	args := make([]any, 0, 7+2*len(c.KeptAhead)+2*len(c.KeptSent)+2*len(c.AcceptTimeouts))
+	args = append(args, unixms.From(c.Now), c.Limit, max(c.GatedLimit, 0), c.DefaultAccept.Milliseconds(), c.Node, len(c.KeptAhead))
+	for route, n := range c.KeptAhead {
+		args = append(args, esc(route), n)
+	}
+	args = append(args, len(c.KeptSent))
 	for l, n := range c.KeptSent {
 		args = append(args, esc(l.Route)+"|"+esc(l.Lane), n)
 	}

@@ -43,6 +43,7 @@ var (
 	admissionScript   = function("admission")
 	circuitScript     = function("circuit")
 	recountScript     = function("recount")
+	heartbeatScript   = function("heartbeat")
 
 	addInboundScript    = function("add_inbound")
 	claimInboundScript  = function("claim_inbound")

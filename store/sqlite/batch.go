@@ -221,6 +221,7 @@ func (w *writer) commit(batch []*request) []*request {
 		return nil
 	}
 	w.tx.kept.committed()
+	w.tx.publishOrphans()
 	return batch
 }
 

@@ -76,7 +76,17 @@ type keptLane struct {
 // always matches what is committed plus what the open transaction wrote.
 type keptLanes struct {
 	lanes map[herald.LaneRef]keptLane
-	undo  []keptChange
+	// orphans are the messages in flight, by id, of the lanes taken over
+	// from a node whose heartbeat lapsed (takeOver), with their lane: they
+	// hold no slot of it, and their end frees none.
+	orphans map[string]herald.LaneRef
+	// orphaned is set when orphans changed since they were last
+	// published for the reads (publishOrphans).
+	orphaned bool
+	// recounted is set by the first recount: the flights it finds before
+	// are a process's before this one.
+	recounted bool
+	undo      []keptChange
 }
 
 // keptChange is what one change of the writer's memory replaced: a lane's
@@ -145,6 +155,42 @@ func (k *keptLanes) quieted(l herald.LaneRef, until int64) {
 	}
 }
 
+// orphan makes message id, in flight on lane l, an orphan, and reports
+// whether it was not one already.
+func (k *keptLanes) orphan(id string, l herald.LaneRef) bool {
+	if _, ok := k.orphans[id]; ok {
+		return false
+	}
+	if k.orphans == nil {
+		k.orphans = make(map[string]herald.LaneRef)
+	}
+	k.orphans[id], k.orphaned = l, true
+	k.onRollBack(func() { delete(k.orphans, id) })
+	return true
+}
+
+// orphanLands reports whether message id is an orphan, whose flight ends
+// now, and forgets it.
+func (k *keptLanes) orphanLands(id string) bool {
+	l, ok := k.orphans[id]
+	if !ok {
+		return false
+	}
+	delete(k.orphans, id)
+	k.orphaned = true
+	k.onRollBack(func() { k.orphans[id] = l })
+	return true
+}
+
+// orphansOf counts the orphans of each lane.
+func (k *keptLanes) orphansOf() map[herald.LaneRef]int {
+	n := make(map[herald.LaneRef]int)
+	for _, l := range k.orphans {
+		n[l]++
+	}
+	return n
+}
+
 // replace makes lanes the whole memory.
 func (k *keptLanes) replace(lanes map[herald.LaneRef]keptLane) {
 	k.undo = append(k.undo, keptChange{all: k.lanes})
@@ -179,8 +225,10 @@ func (k *keptLanes) rolledBack() {
 }
 
 // recount makes the memory what the kept routes' messages say, keeping the
-// owner of each lane still in flight. A lane's low is the start of its
-// first message's priority.
+// owner of each lane still in flight, and the orphans out of its count. A
+// lane's low is the start of its first message's priority. The first
+// recount of the process makes every flight an orphan: their node was a
+// process before this one, whose calls ended with it.
 func (tx *wtx) recount() error {
 	type count struct {
 		lane herald.LaneRef
@@ -201,9 +249,21 @@ func (tx *wtx) recount() error {
 	if err != nil {
 		return err
 	}
+	if !tx.kept.recounted {
+		for _, c := range flying {
+			if _, err := tx.takeOver(c.lane); err != nil {
+				return err
+			}
+		}
+		tx.kept.recounted = true
+		tx.kept.onRollBack(func() { tx.kept.recounted = false })
+	}
 	lanes := make(map[herald.LaneRef]keptLane, len(flying)+len(queued))
+	orphans := tx.kept.orphansOf()
 	for _, c := range flying {
-		lanes[c.lane] = keptLane{inflight: c.n, owner: tx.kept.lanes[c.lane].owner}
+		if n := c.n - orphans[c.lane]; n > 0 {
+			lanes[c.lane] = keptLane{inflight: n, owner: tx.kept.lanes[c.lane].owner}
+		}
 	}
 	for _, c := range queued {
 		v := lanes[c.lane]
@@ -289,24 +349,31 @@ func (p *keptPick) readHolds() error {
 	return nil
 }
 
-// room returns how many more messages of lane l the claim may take.
-func (p *keptPick) room(l herald.LaneRef) int {
+// room returns how many more messages of lane l the claim may take. A
+// lane whose node's heartbeat lapsed it takes over first.
+func (p *keptPick) room(l herald.LaneRef) (int, error) {
 	a := p.tx.rules[l.Route]
 	if !isKept(a) {
-		return 0
+		return 0, nil
 	}
 	v := p.tx.kept.lanes[l]
 	if v.inflight > 0 && v.owner != p.c.Node {
-		return 0 // another node dispatches it
+		if p.tx.beats.alive(v.owner, p.now) {
+			return 0, nil // another node dispatches it
+		}
+		if err := p.tx.takeOverKept(l); err != nil {
+			return 0, err
+		}
+		v = p.tx.kept.lanes[l]
 	}
 	room := p.c.KeptBound(a, l) - v.inflight - p.took[l]
 	switch h := p.holds[l]; {
 	case h.parked:
-		return 0
+		return 0, nil
 	case h.probe && a.Circuit.Failures > 0: // the cool-down is over: one probe goes
 		room = min(room, 1-p.took[l])
 	}
-	return room
+	return room, nil
 }
 
 // take records that the claim takes the message at key of lane l.
@@ -340,7 +407,11 @@ func (p *keptPick) walk(limit int) (picked []string, held bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		if p.room(r.lane) <= 0 {
+		room, err := p.room(r.lane)
+		if err != nil {
+			return nil, false, err
+		}
+		if room <= 0 {
 			if skipped++; skipped == keptSkips {
 				return picked, true, rows.Close()
 			}
@@ -367,7 +438,14 @@ func (p *keptPick) seek(limit int) ([]string, error) {
 	}
 	var lanes []lane
 	for l, v := range p.tx.kept.lanes {
-		if v.queued-p.took[l] <= 0 || p.room(l) <= 0 || v.quiet > p.now {
+		if v.queued-p.took[l] <= 0 || v.quiet > p.now {
+			continue
+		}
+		room, err := p.room(l)
+		if err != nil {
+			return nil, err
+		}
+		if room <= 0 {
 			continue
 		}
 		from, low := v.low, true
@@ -388,7 +466,11 @@ func (p *keptPick) seek(limit int) ([]string, error) {
 		if len(found) >= limit && found[limit-1].key.before(l.from) {
 			break // every message of this lane and the next comes after
 		}
-		keys, err := p.seekLane(l.ref, l.from, l.low, min(p.room(l.ref), limit))
+		room, err := p.room(l.ref)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := p.seekLane(l.ref, l.from, l.low, min(room, limit))
 		if err != nil {
 			return nil, err
 		}
@@ -475,4 +557,17 @@ func (p *keptPick) seekLane(l herald.LaneRef, from keptKey, atLow bool, want int
 		from = keptKey{prio: next.Int64}
 	}
 	return found, nil
+}
+
+// takeOverKept takes kept lane l over from its node, whose heartbeat
+// lapsed: its messages in flight become orphans, and it has no owner and
+// no flight.
+func (tx *wtx) takeOverKept(l herald.LaneRef) error {
+	if _, err := tx.takeOver(l); err != nil {
+		return err
+	}
+	v := tx.kept.lanes[l]
+	v.inflight, v.owner = 0, ""
+	tx.kept.set(l, v)
+	return nil
 }

@@ -215,9 +215,10 @@ func keptMemory(s *Store) string {
 	return out
 }
 
-// TestKeptRecount: a store opened again counts its kept lanes' messages in
-// flight and QUEUED from the messages, and its reads of the lanes tell
-// them.
+// TestKeptRecount: a store opened again counts its kept lanes' QUEUED
+// messages from the messages; the flights of the process before it hold
+// no slot (their calls ended with it): the lane's messages go at once, and
+// the end of those flights frees none of the new ones' slots.
 func TestKeptRecount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "herald.db")
 	s, err := Open(path)
@@ -226,7 +227,7 @@ func TestKeptRecount(t *testing.T) {
 	}
 	a := herald.Admission{Concurrency: 2, ClaimAhead: 2}
 	h := newKeptHarness(t, s, a)
-	msgs := []string{h.create("A"), h.create("A"), h.create("A"), h.create("A")}
+	msgs := []string{h.create("A"), h.create("A"), h.create("A"), h.create("A"), h.create("A")}
 	if got := h.claim(10); !slices.Equal(got, msgs[:2]) {
 		t.Fatalf("claim = %v, want %v", got, msgs[:2])
 	}
@@ -239,29 +240,27 @@ func TestKeptRecount(t *testing.T) {
 	defer s.Close()
 	h = newKeptHarness(t, s, a)
 	h.seq = len(msgs)
-	if got := keptMemory(s); got != "k/A:{inflight:2 queued:2 owner: low:{prio:0 id:} quiet:0} " {
+	if got := keptMemory(s); got != "k/A:{inflight:0 queued:3 owner: low:{prio:0 id:} quiet:0} " {
 		t.Errorf("memory after a reopen: %s", got)
 	}
 	lane, err := s.Lane(h.ctx, "k", "A", "acme")
-	if err != nil || lane.Queued != 2 || !slices.Equal(lane.InFlight, msgs[:2]) {
-		t.Errorf("Lane = queued %d, in flight %v, %v; want 2 and %v", lane.Queued, lane.InFlight, err, msgs[:2])
+	if err != nil || lane.Queued != 3 || len(lane.InFlight) != 0 {
+		t.Errorf("Lane = queued %d, in flight %v, %v; want 3 and none: the process before's flights hold no slot", lane.Queued, lane.InFlight, err)
 	}
-	if got := h.claim(10); len(got) != 0 {
-		t.Fatalf("claim with the lane's 2 in flight = %v, want none", got)
+	if got := h.claim(10); !slices.Equal(got, msgs[2:4]) {
+		t.Fatalf("claim after the reopen = %v, want %v", got, msgs[2:4])
 	}
-	// The flights were claimed by the process before: the lane goes to
-	// whichever node claims once they have all ended.
-	h.deliver(msgs[0])
+	h.deliver(msgs[0]) // a flight of the process before ends: no slot frees
 	if got := h.claim(10); len(got) != 0 {
-		t.Fatalf("claim with one of the process before in flight = %v, want none", got)
+		t.Fatalf("claim after a flight of the process before ended = %v, want none: two of this one's in flight", got)
 	}
 	lanes, err := s.Lanes(h.ctx, "k", 10)
-	if err != nil || len(lanes) != 1 || lanes[0].Queued != 2 || !slices.Equal(lanes[0].InFlight, msgs[1:2]) {
-		t.Errorf("Lanes = %+v, %v; want lane A, 2 queued, %v in flight", lanes, err, msgs[1:2])
+	if err != nil || len(lanes) != 1 || lanes[0].Queued != 1 || !slices.Equal(lanes[0].InFlight, msgs[2:4]) {
+		t.Errorf("Lanes = %+v, %v; want lane A, 1 queued, %v in flight", lanes, err, msgs[2:4])
 	}
-	h.deliver(msgs[1])
-	if got := h.claim(10); !slices.Equal(got, msgs[2:]) {
-		t.Fatalf("claim once they ended = %v, want %v", got, msgs[2:])
+	h.deliver(msgs[2])
+	if got := h.claim(10); !slices.Equal(got, msgs[4:]) {
+		t.Fatalf("claim once one of this one's ended = %v, want %v", got, msgs[4:])
 	}
 }
 
@@ -442,7 +441,7 @@ func TestKeptSeekKeepsPriorityOrder(t *testing.T) {
 
 // TestKeptLaneNotStuckByPhantomFlights: after rounds of walks held up by
 // a flooded lane and seeks, every message is claimed as a node with one
-// lane busy claims (KeptAhead 1): the memory counts no flight that no
+// lane busy claims (its concurrency only): the memory counts no flight that no
 // message has.
 func TestKeptLaneNotStuckByPhantomFlights(t *testing.T) {
 	s := open(t)
@@ -457,9 +456,9 @@ func TestKeptLaneNotStuckByPhantomFlights(t *testing.T) {
 		}
 	}
 	t.Logf("memory: %s", keptMemory(s))
-	// Drain everything, as a node with one lane busy claims (KeptAhead 1).
+	// Drain everything, as a node with one lane busy claims (its concurrency only).
 	for range 200 {
-		got, err := s.Claim(h.ctx, herald.Claim{Now: h.t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Minute, Node: "n1", KeptAhead: 1})
+		got, err := s.Claim(h.ctx, herald.Claim{Now: h.t0, Limit: 10, GatedLimit: 10, DefaultAccept: time.Minute, Node: "n1"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -277,7 +277,12 @@ func (tx *wtx) pickLanes(c herald.Claim, later bool) (picked []string, lanes []l
 				continue
 			}
 			if a.ClaimAhead > 0 && l.inflight > 0 && l.owner != c.Node {
-				continue // another node dispatches it
+				if tx.beats.alive(l.owner, now) {
+					continue // another node dispatches it
+				}
+				if l.inflight, err = tx.takeOverLane(herald.LaneRef{Route: l.route, Lane: l.lane}, l.inflight); err != nil {
+					return nil, nil, false, err
+				}
 			}
 			if a.ClaimAhead > 0 {
 				a.ClaimAhead = c.KeptBound(a, herald.LaneRef{Route: l.route, Lane: l.lane})
@@ -315,6 +320,20 @@ func (tx *wtx) pickLanes(c herald.Claim, later bool) (picked []string, lanes []l
 		}
 	}
 	return picked, lanes, stop != nil, nil
+}
+
+// takeOverLane takes lane l, whose row counts inflight flights, over from
+// its node, whose heartbeat lapsed: its messages in flight become orphans
+// (takeOver), and the row counts the others. It returns that count.
+func (tx *wtx) takeOverLane(l herald.LaneRef, inflight int) (int, error) {
+	n, err := tx.takeOver(l)
+	if err != nil || n == 0 {
+		return inflight, err
+	}
+	if _, err := tx.st.laneTakenOver.Exec(l.Route, l.Lane, n); err != nil {
+		return inflight, err
+	}
+	return max(0, inflight-n), nil
 }
 
 // laneTaken is how many messages a claim took from a lane.
@@ -618,6 +637,7 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 	}); err != nil {
 		return st, wrap("lane", err)
 	}
+	st.InFlight = s.beats.holding(st.InFlight)
 	return st, nil
 }
 
@@ -716,6 +736,9 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 		if i, ok := index[f.lane]; ok {
 			out[i].InFlight = append(out[i].InFlight, f.id)
 		}
+	}
+	for i := range out {
+		out[i].InFlight = s.beats.holding(out[i].InFlight)
 	}
 	return out, nil
 }

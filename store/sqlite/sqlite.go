@@ -45,7 +45,10 @@ type Store struct {
 	// kept names the kept routes (kept.go), as of the last SetAdmission,
 	// for the reads of their lanes.
 	kept atomic.Pointer[map[string]bool]
-	lock *os.File // lockDatabase's
+	// beats are the nodes' heartbeats and the orphans, which the writer
+	// shares (heartbeat.go).
+	beats *nodeBeats
+	lock  *os.File // lockDatabase's
 
 	mu     sync.RWMutex // guards closed against write submissions
 	closed bool
@@ -86,7 +89,7 @@ func Open(dsn string) (*Store, error) {
 		unlock(lock)
 		return nil, fmt.Errorf("sqlite open: %w", err)
 	}
-	return &Store{w: w, read: read, rs: rs, lock: lock}, nil
+	return &Store{w: w, read: read, rs: rs, beats: w.tx.beats, lock: lock}, nil
 }
 
 // unlock releases the lock of lockDatabase.

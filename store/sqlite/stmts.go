@@ -36,7 +36,7 @@ type writeStmts struct {
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeIDs, laneTakeOrdered *sql.Stmt
 	parkLane, holdLane, laneDispatched, laneProbe, lanesClaimed     *sql.Stmt
-	laneFlights                                                     *sql.Stmt
+	laneFlights, laneFlightIDs, laneTakenOver                       *sql.Stmt
 	keptFlights, keptQueued, keptHolds, keptWalk                    *sql.Stmt
 	keptSeekBand, keptNextBand, keptWindowEnd, ensureLane           *sql.Stmt
 	laneCircuit, circuitOpen, circuitClose, circuitCount            *sql.Stmt
@@ -199,6 +199,11 @@ func (st *writeStmts) defs() []stmtDef {
 		// (kept.go): each lane's count and greatest priority.
 		{&st.keptFlights, `SELECT route, lane, COUNT(*), 0 FROM messages INDEXED BY messages_inflight
 			WHERE gated = 3 AND ` + inFlightSQL + ` GROUP BY route, lane`},
+		// The messages in flight of a lane of a gated route (Heartbeat's
+		// takeOver).
+		{&st.laneFlightIDs, `SELECT id FROM messages INDEXED BY messages_inflight
+			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND route = +? AND lane = +?`},
+		{&st.laneTakenOver, `UPDATE lanes SET inflight = MAX(0, inflight - ?3), owner = '' WHERE route = ?1 AND lane = ?2`},
 		{&st.keptQueued, `SELECT route, lane, COUNT(*), MAX(priority) FROM messages INDEXED BY messages_kept
 			WHERE status = 'QUEUED' AND gated = 3 GROUP BY route, lane`},
 		// The kept routes' lanes that are parked, or that have a circuit.

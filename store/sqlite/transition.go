@@ -92,7 +92,7 @@ func (tx *wtx) transition(t herald.Transition) error {
 		return err
 	}
 	var flights laneFlights
-	flights.add(gated, route, lane, keptKey{prio, t.ID}, t.From, t.To)
+	flights.add(gated, route, lane, keptKey{prio, t.ID}, t.From, t.To, tx.orphanLands(t))
 	if err := tx.recordFlights(flights); err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 		if t.To == t.From {
 			continue
 		}
-		flights.add(a.gated, a.route, a.lane, keptKey{a.prio, a.id}, t.From, t.To)
+		flights.add(a.gated, a.route, a.lane, keptKey{a.prio, a.id}, t.From, t.To, tx.orphanLands(*t))
 		if err := tx.notify(t, a.seq); err != nil {
 			return nil, err
 		}
@@ -197,12 +197,16 @@ type laneFlight struct {
 
 // add counts the change of status from, to of the message at key of lane
 // (route, lane), gated as its column says. A claim (QUEUED to SENT_TO_NS)
-// is not counted: claimedFrom and pickKept record it.
-func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to herald.Status) {
+// is not counted: claimedFrom and pickKept record it; nor is the end of an
+// orphan's flight, which held no slot (takeOver).
+func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to herald.Status, orphan bool) {
 	if (gated != gatedLanes && gated != gatedKept) || from == to || (from == herald.StatusQueued && to == herald.StatusSentToNS) {
 		return
 	}
 	delta := boolInt(to.InFlight()) - boolInt(from.InFlight())
+	if orphan {
+		delta = 0
+	}
 	queued := 0
 	if gated == gatedKept {
 		queued = boolInt(to == herald.StatusQueued) - boolInt(from == herald.StatusQueued)
@@ -225,6 +229,12 @@ func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to h
 	l.delta += delta
 	l.queued += queued
 	l.ended = l.ended || to.Terminal()
+}
+
+// orphanLands reports whether t ends the flight of an orphan (takeOver),
+// and forgets it.
+func (tx *wtx) orphanLands(t herald.Transition) bool {
+	return len(tx.kept.orphans) > 0 && t.From.InFlight() && !t.To.InFlight() && tx.kept.orphanLands(t.ID)
 }
 
 // recordFlights records flights in the lanes' table, with one statement,

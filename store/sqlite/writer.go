@@ -53,6 +53,9 @@ type wtx struct {
 	// lanes' flights kept holds.
 	keptJSON string
 	kept     *keptLanes
+	// beats are the nodes' heartbeats, which Store.Heartbeat writes
+	// outside the writer's goroutine (they guard themselves).
+	beats *nodeBeats
 }
 
 // openWriter opens the read-write connection to the database at path,
@@ -113,7 +116,7 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 		return err
 	}
 	// A random start keeps leases distinct across processes and restarts.
-	w.tx = &wtx{conn: conn, st: st, lease: int64(binary.BigEndian.Uint64(seed[:]) >> 2), gatedJSON: "[]", orderedJSON: "[]", keptJSON: "[]", kept: newKeptLanes()}
+	w.tx = &wtx{conn: conn, st: st, lease: int64(binary.BigEndian.Uint64(seed[:]) >> 2), gatedJSON: "[]", orderedJSON: "[]", keptJSON: "[]", kept: newKeptLanes(), beats: &nodeBeats{}}
 	if !durable {
 		return nil
 	}

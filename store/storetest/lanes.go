@@ -64,14 +64,17 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	// ClaimAhead: one node at a time takes a lane's messages, up to
-	// ClaimAhead in flight; the lane goes to whichever node claims once
+	// ClaimAhead: one node at a time takes a lane's messages, up to its
+	// concurrency and the claim's KeptAhead for the route in flight, never
+	// more than ClaimAhead; the lane goes to whichever node claims once
 	// none of them is in flight; other lanes stay free to every node.
 	t.Run("ClaimAhead", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 2, ClaimAhead: 4}})
 		a := h.createN("g", "dcu-1", 6)
-		claim := h.claimAs
+		claim := func(node string, limit int) []*herald.Message {
+			return h.claimKept(node, limit, map[string]int{"g": 10}, nil)
+		}
 		if got := claim("n1", 3); !slices.Equal(ids(got), ids(a[:3])) {
 			t.Fatalf("n1's claim = %v, want the lane's first three %v (beyond its concurrency)", ids(got), ids(a[:3]))
 		}
@@ -97,59 +100,116 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	// KeptAhead lowers a ClaimAhead lane's bound for one claim, never
-	// below its concurrency.
-	t.Run("KeptAhead", func(t *testing.T) {
+	// A lane a node keeps, held back by its concurrency: a claim without
+	// KeptAhead for its route takes no more than the concurrency, and the
+	// others stay QUEUED, no attempt spent, the lane's state naming the two
+	// in flight (what explain gives as lane_concurrency's blocking ids).
+	t.Run("HeldBackByItsLane", func(t *testing.T) {
 		h := open(t)
-		h.admit(map[string]herald.Admission{"g": {Concurrency: 2, ClaimAhead: 6}})
-		a := h.createN("g", "dcu-1", 8)
-		claim := func(kept, limit int) []*herald.Message {
-			t.Helper()
-			got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second, Node: "n1", KeptAhead: kept})
-			if err != nil {
-				t.Fatalf("Claim: %v", err)
+		h.admit(map[string]herald.Admission{"g": {Concurrency: 2, ClaimAhead: 514}})
+		msgs := h.createN("g", "dcu-1", 8)
+		got := h.claimKept("n1", 100, nil, nil)
+		if !slices.Equal(ids(got), ids(msgs[:2])) {
+			t.Fatalf("claim = %v, want the concurrency's two %v", ids(got), ids(msgs[:2]))
+		}
+		for _, m := range msgs[2:] {
+			if got := h.get(m.ID); got.Status != herald.StatusQueued || got.Attempt != 0 {
+				t.Errorf("%s after the claim: %s attempt %d, want QUEUED attempt 0", m.ID, got.Status, got.Attempt)
 			}
-			return got
 		}
-		if got := claim(1, 10); !slices.Equal(ids(got), ids(a[:2])) {
-			t.Fatalf("claim with KeptAhead 1 = %v, want the concurrency's two %v", ids(got), ids(a[:2]))
+		if lane := h.lane("g", "dcu-1", "acme"); lane.Queued != 6 || !sameSet(lane.InFlight, ids(msgs[:2])) {
+			t.Errorf("Lane = queued %d, in flight %v; want 6 and %v", lane.Queued, lane.InFlight, ids(msgs[:2]))
 		}
-		b := h.createN("g", "dcu-2", 1)
-		if got := claim(3, 10); !slices.Equal(ids(got), append(ids(a[2:3]), ids(b)...)) {
-			t.Fatalf("claim with KeptAhead 3 = %v, want %v and the other lane's %v", ids(got), ids(a[2:3]), ids(b))
-		}
-		if got := claim(0, 10); !slices.Equal(ids(got), ids(a[3:6])) {
-			t.Fatalf("claim without KeptAhead = %v, want up to ClaimAhead 6: %v", ids(got), ids(a[3:6]))
+		if got := h.claimKept("n1", 100, nil, nil); len(got) != 0 {
+			t.Fatalf("claim with 2 of 2 in flight = %v, want none", ids(got))
 		}
 	})
 
-	// KeptSent raises a lane's KeptAhead bound by the messages the node
-	// sent whose answers are on their way, that lane's only, and never
-	// past ClaimAhead.
+	// KeptAhead raises a lane's bound above its concurrency, by route: a
+	// route it does not name is held to its concurrency; never above
+	// ClaimAhead.
+	t.Run("KeptAhead", func(t *testing.T) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{
+			"g": {Concurrency: 2, ClaimAhead: 6},
+			"h": {Concurrency: 1, ClaimAhead: 6},
+		})
+		a := h.createN("g", "dcu-1", 8)
+		b := h.createN("h", "dcu-1", 4)
+		if got := h.claimKept("n1", 20, map[string]int{"g": 1}, nil); !slices.Equal(ids(got), append(ids(a[:3]), ids(b[:1])...)) {
+			t.Fatalf("claim with KeptAhead g: 1 = %v, want g's first three %v and h's concurrency's one %v", ids(got), ids(a[:3]), ids(b[:1]))
+		}
+		if got := h.claimKept("n1", 20, map[string]int{"g": 100}, nil); !slices.Equal(ids(got), ids(a[3:6])) {
+			t.Fatalf("claim with KeptAhead g: 100 = %v, want up to ClaimAhead 6: %v", ids(got), ids(a[3:6]))
+		}
+	})
+
+	// KeptSent raises a lane's bound by the messages the node sent whose
+	// answers are on their way, that lane's only, and never past
+	// ClaimAhead.
 	t.Run("KeptSent", func(t *testing.T) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{"g": {Concurrency: 1, ClaimAhead: 6}})
 		a := h.createN("g", "dcu-1", 8)
 		b := h.createN("g", "dcu-2", 4)
-		claim := func(sent map[herald.LaneRef]int) []*herald.Message {
-			t.Helper()
-			got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 20, GatedLimit: 20, DefaultAccept: 20 * time.Second,
-				Node: "n1", KeptAhead: 2, KeptSent: sent})
-			if err != nil {
-				t.Fatalf("Claim: %v", err)
-			}
-			return got
-		}
-		if got := claim(nil); !slices.Equal(ids(got), append(ids(a[:2]), ids(b[:2])...)) {
-			t.Fatalf("claim with KeptAhead 2 = %v, want two of each lane: %v %v", ids(got), ids(a[:2]), ids(b[:2]))
+		ahead := map[string]int{"g": 1}
+		if got := h.claimKept("n1", 20, ahead, nil); !slices.Equal(ids(got), append(ids(a[:2]), ids(b[:2])...)) {
+			t.Fatalf("claim with KeptAhead 1 = %v, want two of each lane: %v %v", ids(got), ids(a[:2]), ids(b[:2]))
 		}
 		sent := map[herald.LaneRef]int{{Route: "g", Lane: "dcu-1"}: 2, {Route: "g", Lane: "dcu-9"}: 5}
-		if got := claim(sent); !slices.Equal(ids(got), ids(a[2:4])) {
+		if got := h.claimKept("n1", 20, ahead, sent); !slices.Equal(ids(got), ids(a[2:4])) {
 			t.Fatalf("claim with 2 of dcu-1 sent = %v, want dcu-1's next two %v and none of dcu-2", ids(got), ids(a[2:4]))
 		}
 		sent[herald.LaneRef{Route: "g", Lane: "dcu-1"}] = 10
-		if got := claim(sent); !slices.Equal(ids(got), ids(a[4:6])) {
+		if got := h.claimKept("n1", 20, ahead, sent); !slices.Equal(ids(got), ids(a[4:6])) {
 			t.Fatalf("claim with 10 of dcu-1 sent = %v, want up to ClaimAhead 6: %v", ids(got), ids(a[4:6]))
+		}
+	})
+
+	// A node whose heartbeat lapsed gives its lanes up: another node's
+	// claim takes the lane over at once, the lapsed node's messages in
+	// flight hold none of its slots (nor does their end free one), and
+	// its QUEUED messages go with no attempt spent. Before it lapses, the
+	// lane stays the first node's.
+	eachLaneKind(t, "TakenOverFromALapsedNode", func(t *testing.T, a herald.Admission) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": a})
+		msgs := make([]*herald.Message, 8)
+		for i := range msgs {
+			m := newMessage("g")
+			m.Lane, m.Target = "dcu-1", fmt.Sprintf("meter-%d", i) // ordered: each its own target's turn
+			msgs[i] = h.create(m)
+		}
+		h.beat("n1", t0, 5*time.Second)
+		first := h.claimKeptAt(t0, "n1", 100, nil)
+		if !slices.Equal(ids(first), ids(msgs[:2])) {
+			t.Fatalf("n1's claim = %v, want the concurrency's two %v", ids(first), ids(msgs[:2]))
+		}
+		h.beat("n2", at(time.Second), time.Hour)
+		if got := h.claimKeptAt(at(time.Second), "n2", 100, nil); len(got) != 0 {
+			t.Fatalf("n2's claim while n1's heartbeat lasts = %v, want none", ids(got))
+		}
+		took := h.claimKeptAt(at(6*time.Second), "n2", 100, nil)
+		if !slices.Equal(ids(took), ids(msgs[2:4])) {
+			t.Fatalf("n2's claim once n1's heartbeat lapsed = %v, want the next two %v", ids(took), ids(msgs[2:4]))
+		}
+		for _, m := range took {
+			if m.Attempt != 1 {
+				t.Errorf("%s taken over at attempt %d, want 1: no attempt spent while it waited", m.ID, m.Attempt)
+			}
+		}
+		if lane := h.lane("g", "dcu-1", "acme"); !sameSet(lane.InFlight, ids(msgs[2:4])) {
+			t.Errorf("Lane in flight = %v, want n2's %v: n1's hold no slot", lane.InFlight, ids(msgs[2:4]))
+		}
+		for _, m := range first { // n1's flights time out: no slot of n2's frees
+			h.transition(herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, At: at(25 * time.Second), DueAt: at(time.Hour)})
+		}
+		if got := h.claimKeptAt(at(25*time.Second), "n2", 100, nil); len(got) != 0 {
+			t.Fatalf("n2's claim after n1's flights ended = %v, want none: n2 has its two in flight", ids(got))
+		}
+		h.transition(herald.Transition{ID: took[0].ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, At: at(26 * time.Second)})
+		if got := h.claimKeptAt(at(26*time.Second), "n2", 100, nil); !slices.Equal(ids(got), ids(msgs[4:5])) {
+			t.Fatalf("n2's claim after one of its own ended = %v, want %v", ids(got), ids(msgs[4:5]))
 		}
 	})
 
@@ -476,8 +536,8 @@ func testLanes(t *testing.T, open opener) {
 			t.Fatalf("n1's claim while n2's %s is in flight = %v, want none: one node at a time keeps a lane", msgs[1].ID, ids(got))
 		}
 		h.walk(msgs[1].ID, t0, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
-		if got := h.claimAs("n1", 10); !slices.Equal(ids(got), ids(msgs[2:])) {
-			t.Errorf("n1's claim once it ended = %v, want %v", ids(got), ids(msgs[2:]))
+		if got := h.claimAs("n1", 10); !slices.Equal(ids(got), ids(msgs[2:4])) {
+			t.Errorf("n1's claim once it ended = %v, want its concurrency's %v", ids(got), ids(msgs[2:4]))
 		}
 	})
 
@@ -760,18 +820,29 @@ type keeper func(herald.Admission) herald.Admission
 // eachKeeper runs test as name on a route whose claims keep its lanes'
 // concurrency, and as name+"OnClaimAhead" on one whose dispatching node keeps
 // it (Admission.ClaimAhead, as the engine sets it on a direct carrier's
-// route): its ClaimAhead is its concurrency, 10 when it has none.
+// route): its ClaimAhead is its concurrency, which is 10 when it has none.
 func eachKeeper(t *testing.T, name string, test func(t *testing.T, keep keeper)) {
 	t.Run(name, func(t *testing.T) { test(t, func(a herald.Admission) herald.Admission { return a }) })
 	t.Run(name+"OnClaimAhead", func(t *testing.T) {
 		test(t, func(a herald.Admission) herald.Admission {
-			a.ClaimAhead = a.Concurrency
-			if a.ClaimAhead == 0 {
-				a.ClaimAhead = 10
+			if a.Concurrency == 0 {
+				a.Concurrency = 10
 			}
+			a.ClaimAhead = a.Concurrency
 			return a
 		})
 	})
+}
+
+// eachLaneKind runs test as name on the lane of a route its dispatching
+// node keeps (Admission.ClaimAhead) with a concurrency of 2, and as
+// name+"Ordered" on the same route ordered (whose lanes a store may keep
+// otherwise).
+func eachLaneKind(t *testing.T, name string, test func(t *testing.T, a herald.Admission)) {
+	a := herald.Admission{Concurrency: 2, ClaimAhead: 514}
+	t.Run(name, func(t *testing.T) { test(t, a) })
+	a.Ordered = true
+	t.Run(name+"Ordered", func(t *testing.T) { test(t, a) })
 }
 
 // admit sets the store's admission rules.
@@ -814,14 +885,45 @@ func (h *harness) claimGated(now time.Time, limit int) []*herald.Message {
 	return got
 }
 
-// claimAs claims up to limit messages at t0, gated ones included, for node.
+// claimAs claims up to limit messages at t0, gated ones included, for node,
+// whose heartbeat it records first.
 func (h *harness) claimAs(node string, limit int) []*herald.Message {
 	h.t.Helper()
-	got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second, Node: node})
+	return h.claimKept(node, limit, nil, nil)
+}
+
+// claimKept claims up to limit messages at t0, gated ones included, for
+// node, whose heartbeat it records first, with the claim's KeptAhead and
+// KeptSent.
+func (h *harness) claimKept(node string, limit int, ahead map[string]int, sent map[herald.LaneRef]int) []*herald.Message {
+	h.t.Helper()
+	h.beat(node, t0, time.Hour)
+	got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second,
+		Node: node, KeptAhead: ahead, KeptSent: sent})
 	if err != nil {
 		h.t.Fatalf("Claim: %v", err)
 	}
 	return got
+}
+
+// claimKeptAt claims up to limit messages at now, gated ones included, for
+// node, with the claim's KeptAhead, and records no heartbeat.
+func (h *harness) claimKeptAt(now time.Time, node string, limit int, ahead map[string]int) []*herald.Message {
+	h.t.Helper()
+	got, err := h.s.Claim(h.ctx, herald.Claim{Now: now, Limit: limit, GatedLimit: limit, DefaultAccept: 20 * time.Second,
+		Node: node, KeptAhead: ahead})
+	if err != nil {
+		h.t.Fatalf("Claim: %v", err)
+	}
+	return got
+}
+
+// beat records node's heartbeat at now, lasting ttl.
+func (h *harness) beat(node string, now time.Time, ttl time.Duration) {
+	h.t.Helper()
+	if err := h.s.Heartbeat(h.ctx, node, now, ttl); err != nil {
+		h.t.Fatalf("Heartbeat: %v", err)
+	}
 }
 
 // lane returns the state of route's lane, with tenant's bucket.

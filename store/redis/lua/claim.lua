@@ -1,23 +1,27 @@
 -- claim.lua is Store.Claim. ARGV: now, limit, gated limit, the default
--- accept timeout, the claiming node, its KeptAhead (0 for none), the
--- number of lanes in its KeptSent and for each its key (route|lane,
--- escaped) and count, then pairs of route (escaped) and accept timeout. It
+-- accept timeout, the claiming node, the number of routes in its
+-- KeptAhead and for each its name (escaped) and count, the number of
+-- lanes in its KeptSent and for each its key (route|lane, escaped) and
+-- count, then pairs of route (escaped) and accept timeout. It
 -- returns the claimed messages, in claim order, each as {id, s}: its id
 -- and the field s as the claim set it. The caller reads the other fields,
 -- which a claim does not change, off the script (all but the timeline,
 -- which Claim does not return).
 local now, limit, gated, default, node = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local keptahead = tonumber(ARGV[6])
-local keptsent = {}
-local nsent = tonumber(ARGV[7])
-for i = 8, 7 + 2 * nsent, 2 do
-	keptsent[ARGV[i]] = tonumber(ARGV[i + 1])
+local keptahead, keptsent = {}, {}
+local at = 6
+for _, kept in ipairs({ keptahead, keptsent }) do
+	local n = tonumber(ARGV[at])
+	for i = at + 1, at + 2 * n, 2 do
+		kept[ARGV[i]] = tonumber(ARGV[i + 1])
+	end
+	at = at + 1 + 2 * n
 end
 -- lnow is the time of the lanes' limits (see lanetime): set before the
 -- claim takes from the lanes.
 local lnow
 local timeouts = {}
-for i = 8 + 2 * nsent, #ARGV, 2 do
+for i = at, #ARGV, 2 do
 	timeouts[ARGV[i]] = tonumber(ARGV[i + 1])
 end
 
@@ -64,7 +68,7 @@ local picked = {}
 -- messages all wait is looked at again by the next claim, and is held
 -- (see place) once all of its messages wait. It passes over no more than
 -- PASSES lanes that another node keeps, or this one keeps as far ahead as
--- the claim allows (KeptAhead), which stay where they are.
+-- the claim allows (Claim.KeptBound), which stay where they are.
 local WAKE, SKIPS, LOOK, PASSES = 1000, 256, 64, 4096
 
 -- buckets holds the buckets that the claim read, the tenants' (R|T) and
@@ -88,6 +92,17 @@ local function draw(b)
 	b.tok = b.tok - 1
 	redis.call('HSET', P .. 'tb:' .. b.key, 'tok', fmt(b.tok), 'tat', lnow)
 	redis.call('PEXPIRE', P .. 'tb:' .. b.key, b.per)
+end
+
+-- lapsed reports whether the heartbeat of node, which keeps a lane, has
+-- lapsed at lnow: a node of which nodes has no heartbeat (a version
+-- before heartbeats) has not, and nor has no node.
+local function lapsed(node)
+	if node == '' then
+		return false
+	end
+	local til = redis.call('ZSCORE', P .. 'nodes', node)
+	return til and tonumber(til) <= lnow
 end
 
 -- take takes message m of lane l for the claim, with a token of its
@@ -142,7 +157,9 @@ end
 -- messages, but for those known to wait). It puts the lane in its place,
 -- but for a lane of a route with a ClaimAhead whose messages in flight
 -- another node claimed: that one stays where it is, and admit returns nil
--- and true. A lane that only its concurrency limits gives up to room
+-- and true, unless that node's heartbeat lapsed: the claim then takes the
+-- lane over, and the lapsed node's flights no longer hold its slots (they
+-- leave lin; the reaper retries them at their deadline). A lane that only its concurrency limits gives up to room
 -- messages of its first one's priority at once; admit returns the
 -- messages it took, in order.
 local function admit(l, head, room)
@@ -150,13 +167,17 @@ local function admit(l, head, room)
 	local cap = lanecap(r)
 	local flying = cap > 0 and redis.call('ZCARD', P .. 'lin:' .. rl) or 0
 	if r.ahead > 0 then
-		-- Another node's, or as far ahead as this node keeps it now.
-		local kept = keptahead + (keptsent[rl] or 0)
-		if (flying > 0 and l.own ~= node) or (keptahead > 0 and flying >= math.max(r.conc, kept)) then
-			return nil, true
+		if flying > 0 and l.own ~= node then
+			if not lapsed(l.own) then
+				return nil, true -- another node's
+			end
+			redis.call('DEL', P .. 'lin:' .. rl)
+			flying = 0
 		end
-		if keptahead > 0 then
-			cap = math.min(cap, math.max(r.conc, kept))
+		-- As far ahead as this node keeps it now: Claim.KeptBound.
+		cap = math.min(cap, r.conc + (keptahead[l.route] or 0) + (keptsent[rl] or 0))
+		if flying >= cap then
+			return nil, true
 		end
 	end
 	if wake(l, lnow) > lnow or (cap > 0 and flying >= cap) then

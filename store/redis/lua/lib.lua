@@ -102,6 +102,9 @@
 --                 and tenants: tok and tat (R escaped holds no |, so no
 --                 tenant's bucket has its key)
 --   ln:<R>        set: the lanes (L) of a gated route that hold messages
+--   nodes         zset: the nodes' heartbeats (Store.Heartbeat); score the
+--                 end of each, in the lanes' time: a lane whose own's has
+--                 lapsed is taken over by the next claim of another node
 --   lsched        zset: the head (first message of lq) of each lane that
 --                 may admit now; score -priority, so by priority, then id
 --   lpark         zset: the lanes (R|L) that admit nothing before a time;

@@ -6,7 +6,9 @@
 -- the gated route's ln (SSCAN) and drops from each lane's lin the ids that
 -- are no message of the lane in flight (a slot that leaked); 'flying'
 -- looks at that many messages of inflight (ZSCAN) and puts each message
--- of a gated lane in its lane's lin (a slot that was lost). Each decides
+-- of a gated lane in its lane's lin (a slot that was lost), but for a lane
+-- a node keeps (ClaimAhead), whose flights of a node whose heartbeat
+-- lapsed left lin when another took the lane over. Each decides
 -- by the message as it is at the step, and each write that moves a
 -- message keeps lin in step, so the steps need no lock: a recount costs
 -- in proportion to the lanes and the messages in flight, in short calls.
@@ -47,7 +49,7 @@ else
 		local id = res[2][i]
 		local m = flying(id)
 		local rl = m and inflight(m.st) and laneof(m)
-		if rl and redis.call('ZADD', P .. 'lin:' .. rl, 'NX', 0, id) == 1 then
+		if rl and rule(m.route).ahead == 0 and redis.call('ZADD', P .. 'lin:' .. rl, 'NX', 0, id) == 1 then
 			changed[rl] = true
 		end
 	end
