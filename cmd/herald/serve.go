@@ -259,7 +259,10 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 			if token == "" {
 				return nil, fmt.Errorf("route %q: token_env: environment variable %s is not set (the telegram bot token)", rc.Name, rc.TokenEnv)
 			}
-			c, err = telegram.New(telegram.Config{Token: token, BaseURL: rc.BaseURL})
+			// Each chunk of a long text gets the accept timeout, and the
+			// chunks keep the chat's spacing between them.
+			c, err = telegram.New(telegram.Config{Token: token, BaseURL: rc.BaseURL,
+				ChunkTimeout: policy.Timeouts.Accept, Spacing: policy.Admission.Spacing})
 		case config.CarrierCalinV1, config.CarrierCalinV2:
 			c, err = calinCarrier(rc)
 		default:
