@@ -224,6 +224,7 @@
   function renderOverview(h, lanes) {
     $('#health').dataset.state = h.status;
     $('#health-status').textContent = h.status;
+    $('#health-message').textContent = h.message;
     const warnings = h.warnings || [];
     fill($('#health-warnings'), JSON.stringify(warnings),
       warnings.length ? warnings.map((w) => el('li', { text: w })) : [el('li', { text: 'No warnings.' })]);
