@@ -252,10 +252,12 @@ func New(cfg Config) (*Engine, error) {
 			e.subscribers[i].Types = DefaultEventTypes()
 		}
 		if s.MaxAttempts < 1 {
-			e.subscribers[i].MaxAttempts = 10
+			e.subscribers[i].MaxAttempts = DefaultSubscriberAttempts
 		}
 		if s.Retry.Kind == "" {
-			e.subscribers[i].Retry = RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: 10 * time.Minute, Jitter: 0.2}
+			e.subscribers[i].Retry = DefaultSubscriberRetry
+		} else if err := s.Retry.Validate(); err != nil {
+			return nil, fmt.Errorf("herald: subscriber %s: %w", s.Name, err)
 		}
 	}
 	e.node = e.ids.next(e.clock.Now())

@@ -155,6 +155,19 @@ type Store interface {
 	// deleted), to be retried at r.RetryAt, or dead.
 	SettleEvent(ctx context.Context, r EventResult) error
 
+	// DeadEvents returns up to q.Limit dead outbox events that match q,
+	// newest first (by At, then by id), each with its Attempt and
+	// LastError, and where the next page starts: zero when no event that
+	// matches q is left. It may return fewer than q.Limit and a next page,
+	// when it looked through many dead events that do not match.
+	DeadEvents(ctx context.Context, q EventQuery) ([]Event, EventCursor, error)
+
+	// ReplayEvents makes the dead outbox events ids, those about tenant's
+	// messages only when tenant is not empty, live again: due at now,
+	// with no delivery tried. It returns how many; an id that names no
+	// such event is skipped.
+	ReplayEvents(ctx context.Context, tenant string, ids []string, now time.Time) (int, error)
+
 	// AddInbound stores ev, an event a push carrier sent back, in the
 	// inbox: durable on return, due at ev.DueAt. An event whose id the
 	// inbox holds, or held and settled (see SettleInbound), is not stored
@@ -377,7 +390,38 @@ type Event struct {
 	// Data is the body of an event about no message (MessageID is empty:
 	// an uplink), delivered as it is.
 	Data []byte
+	// LastError is why its last delivery failed (DeadEvents).
+	LastError string
 }
+
+// EventQuery selects dead outbox events (Store.DeadEvents). Empty fields
+// match everything.
+type EventQuery struct {
+	// Tenant, when not empty, matches the events about that tenant's
+	// messages only; empty matches every event, those about no message
+	// (lane events, uplinks) included.
+	Tenant     string
+	Subscriber string
+	// Since and Until bound the event's At (inclusive, exclusive) when
+	// non-zero.
+	Since, Until time.Time
+	// IDs, when not nil, matches these events only.
+	IDs []string
+	// Limit bounds a page of DeadEvents.
+	Limit int
+	// After, when not zero, starts the page after this event: older.
+	After EventCursor
+}
+
+// EventCursor is where a page of dead events starts: after the event of
+// ID at At, in the order newest first.
+type EventCursor struct {
+	At time.Time
+	ID string
+}
+
+// IsZero reports whether c is no cursor: from the newest.
+func (c EventCursor) IsZero() bool { return c.ID == "" }
 
 // EventResult settles a claimed Event.
 type EventResult struct {

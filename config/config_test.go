@@ -315,3 +315,27 @@ func errorsUnwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+// TestSubscriberSignatureAndRetry: a subscriber's signature and its retry,
+// over the default (6 deliveries, 2 s doubling to 60 s).
+func TestSubscriberSignatureAndRetry(t *testing.T) {
+	t.Setenv("HOOK_SECRET", "s3cr3t")
+	f, err := Parse([]byte(`
+subscribers:
+  - {url: "http://127.0.0.1:9100/a"}
+  - {url: "http://127.0.0.1:9100/b", secret_env: HOOK_SECRET, signature: hmac-sha256, signature_header: X-Device-Messaging-Signature,
+     signature_prefix: "sha256=", retry: {base: 5s, max: 30s}, max_attempts: 3}
+` + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.Subscribers[0], f.Subscribers[1]
+	if got := a.RetryPolicy(); !reflect.DeepEqual(got, herald.DefaultSubscriberRetry) {
+		t.Errorf("default retry %+v, want %+v", got, herald.DefaultSubscriberRetry)
+	}
+	want := herald.RetryPolicy{Kind: herald.RetryExponential, Base: 5 * time.Second, Multiplier: 2, Max: 30 * time.Second}
+	if got := b.RetryPolicy(); !reflect.DeepEqual(got, want) || b.MaxAttempts != 3 || b.Signature != SignatureHMAC ||
+		b.SignatureHeader != "X-Device-Messaging-Signature" || b.SignaturePrefix != "sha256=" {
+		t.Errorf("subscriber %+v, retry %+v; want hmac-sha256 in X-Device-Messaging-Signature, retry %+v, 3 attempts", b, got, want)
+	}
+}

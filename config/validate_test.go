@@ -42,6 +42,21 @@ routes:
   - {name: "a/b", carrier: webhook, url: "http://h/x"}
 `, []string{"name may hold only"}},
 		{"no routes", `listen: ":1"`, []string{"at least one route is required"}},
+		{"unknown signature", `
+subscribers: [{url: "http://h/e", secret_env: SET_VAR, signature: rsa}]
+` + okRoute, []string{"subscribers[0]", `signature "rsa": want standard or hmac-sha256`}},
+		{"hmac without a secret", `
+subscribers: [{url: "http://h/e", signature: hmac-sha256}]
+` + okRoute, []string{"subscribers[0]", "needs secret_env"}},
+		{"signature_header of a standard signature", `
+subscribers: [{url: "http://h/e", signature_header: X-Sig}]
+` + okRoute, []string{"subscribers[0]", "signature_header and signature_prefix need signature: hmac-sha256"}},
+		{"signature_header not a header", `
+subscribers: [{url: "http://h/e", secret_env: SET_VAR, signature: hmac-sha256, signature_header: "X Sig"}]
+` + okRoute, []string{"subscribers[0]", `signature_header "X Sig" is not a header name`}},
+		{"subscriber retry", `
+subscribers: [{url: "http://h/e", retry: {kind: schedule}}]
+` + okRoute, []string{"subscribers[0]", "schedule needs at least one step"}},
 		{"retry_failed_tasks on a route without tasks", `
 routes:
   - {name: a, carrier: webhook, url: "http://h/x", retry_failed_tasks: true}

@@ -159,6 +159,8 @@ CREATE TABLE IF NOT EXISTS events (
 ) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS events_due ON events (due_at) WHERE dead = 0;
+-- The dead events, newest first (DeadEvents, ReplayEvents).
+CREATE INDEX IF NOT EXISTS events_dead ON events (at, id) WHERE dead = 1;
 
 -- lanes is the state of each lane of a gated route. The triggers below and
 -- the statements that change a message's status keep head_* and inflight

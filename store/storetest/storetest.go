@@ -52,6 +52,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"TraceParent", testTraceParent},
 		{"Result", testResult},
 		{"Dedup", testDedup},
+		{"DeadEvents", testDeadEvents},
 		{"Rooms", testRooms},
 	} {
 		t.Run(topic.name, func(t *testing.T) { topic.run(t, open) })

@@ -1022,6 +1022,76 @@ local function enddeliveries(rg, at, reason, csubs, fsubs)
 	return n
 end
 
+-- Dead outbox events (dead_events.lua, replay_events.lua). A filter f is
+-- {tenant, sub, since, untl}: the tenant (escaped) of the event's message
+-- and the subscriber, '' for any; the bounds of its at, inclusive and
+-- exclusive, 0 for none. DEADFIELDS are the fields of an event that
+-- deadmatch returns.
+local DEADFIELDS = { 'sub', 'msg', 'type', 'attempt', 'data', 'err' }
+
+-- deadmatch returns the DEADFIELDS of dead event id at at when it matches
+-- filter f, nil otherwise.
+local function deadmatch(f, id, at)
+	local t = num(at)
+	if (f.since ~= 0 and t < f.since) or (f.untl ~= 0 and t >= f.untl) then
+		return nil
+	end
+	local v = redis.call('HMGET', P .. 'ev:' .. id, unpack(DEADFIELDS))
+	if f.sub ~= '' and v[1] ~= f.sub then
+		return nil
+	end
+	if f.tenant ~= '' then
+		local k = v[2] and v[2] ~= '' and redis.call('HGET', P .. 'm:' .. v[2], 'k')
+		if not k or select(3, keyed(k)) ~= f.tenant then
+			return nil
+		end
+	end
+	return v
+end
+
+-- deadscan walks evdead from the newest, or from after the event bid at
+-- bat (bid '' for the newest), and calls visit(id, at, fields) for each
+-- dead event that matches filter f, fields its DEADFIELDS, until visit
+-- returns false or it has looked at budget events. It returns the id and
+-- at of the last event it looked at when the budget stopped it, else nil.
+local function deadscan(f, bat, bid, budget, visit)
+	local max, min = '+inf', '-inf'
+	if bid ~= '' then
+		max = bat
+	end
+	if f.since ~= 0 then
+		min = f.since
+	end
+	local seen, offset = 0, 0
+	while true do
+		local page = redis.call('ZRANGE', P .. 'evdead', max, min, 'BYSCORE', 'REV', 'LIMIT', offset, 256, 'WITHSCORES')
+		if #page == 0 then
+			return nil
+		end
+		offset = offset + #page / 2
+		for i = 1, #page, 2 do
+			local id, at = page[i], page[i + 1]
+			if not (bid ~= '' and at == bat and id >= bid) then
+				seen = seen + 1
+				local v = deadmatch(f, id, at)
+				if v and not visit(id, at, v) then
+					return nil
+				end
+				if seen >= budget then
+					return id, at
+				end
+			end
+		end
+	end
+end
+
+-- revive makes dead event id live again, due at now, no delivery tried.
+local function revive(id, now)
+	redis.call('HSET', P .. 'ev:' .. id, 'dead', 0, 'attempt', 0, 'err', '')
+	redis.call('ZREM', P .. 'evdead', id)
+	redis.call('ZADD', P .. 'evdue', now, id)
+end
+
 -- INFIELDS are the fields of an inbox event's hash that inrow returns, in
 -- order after its id.
 local INFIELDS = { 'route', 'kind', 'ext', 'corr', 'ack', 'perm', 'reason', 'dev', 'up', 'at' }
