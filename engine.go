@@ -148,6 +148,9 @@ type Engine struct {
 	retryPending   chan struct{} // tells the dispatcher to release due retries
 	eventPending   chan struct{} // nudges the outbox
 	inboundPending chan struct{} // nudges the inbox loop
+	pollPending    chan struct{} // nudges the poll loop: a poll ended
+	pullRoutes     []*route      // the routes whose carriers poll their tasks (Poller)
+	polls          pollGate      // the polls running
 	dispatchMu     sync.Mutex    // one dispatch round at a time
 	sends          sync.WaitGroup
 
@@ -193,6 +196,7 @@ func New(cfg Config) (*Engine, error) {
 		retryPending:   make(chan struct{}, 1),
 		eventPending:   make(chan struct{}, 1),
 		inboundPending: make(chan struct{}, 1),
+		pollPending:    make(chan struct{}, 1),
 	}
 	for _, r := range cfg.Routes {
 		if r.Name == "" {
@@ -223,6 +227,9 @@ func New(cfg Config) (*Engine, error) {
 			continue
 		}
 		e.routes[r.Name] = &route{Route: r, classifier: c}
+		if _, ok := r.Carrier.(Poller); ok && r.Carrier.Path() == PathPull {
+			e.pullRoutes = append(e.pullRoutes, e.routes[r.Name])
+		}
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
 			if a.Concurrency > 0 && !a.Timed() && r.Carrier.Path() == PathDirect {
@@ -320,7 +327,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
+	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.pollLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
 	if e.keepsLanes() {
 		e.beat(ctx) // before the first claim takes a lane
 		loops = append(loops, e.heartbeatLoop)

@@ -132,6 +132,10 @@ type Policy struct {
 	// PollJitter, 0..0.5, adds a random share of each poll's wait, so that
 	// tasks accepted together are not polled together.
 	PollJitter float64
+	// PollConcurrency bounds the polls of the route's tasks that run at
+	// once on a node; 0 means DefaultPollConcurrency. A lane's run no more
+	// than its Admission.Concurrency, when it has one (a DCU's tasks).
+	PollConcurrency int
 	// Admission is the flow control of the route's lanes.
 	Admission Admission
 	// CoalesceByTarget makes a message that names no coalesce key
@@ -192,6 +196,9 @@ func (p Policy) Validate() error {
 	}
 	if p.PollJitter < 0 || p.PollJitter > 0.5 {
 		return fmt.Errorf("poll jitter %v must be within 0..0.5", p.PollJitter)
+	}
+	if p.PollConcurrency < 0 {
+		return fmt.Errorf("poll concurrency %d is negative", p.PollConcurrency)
 	}
 	if p.Timeouts.Accept <= 0 || p.Timeouts.Carrier <= 0 || p.Timeouts.Device <= 0 {
 		return fmt.Errorf("timeouts must all be > 0 (accept %v, carrier %v, device %v)",

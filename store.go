@@ -121,9 +121,12 @@ type Store interface {
 	ClaimPoll(ctx context.Context, id string, lease int64, due, until time.Time) error
 
 	// Overdue returns up to limit active messages that need the reaper: in
-	// flight past their Deadline, past their ExpiresAt, or DELIVERED_TO_NS
-	// with a DueAt (a poll) <= now.
+	// flight past their Deadline, or past their ExpiresAt.
 	Overdue(ctx context.Context, now time.Time, limit int) ([]*Message, error)
+
+	// DuePolls returns up to limit DELIVERED_TO_NS messages whose poll is
+	// due (a DueAt, <= now), earliest due first.
+	DuePolls(ctx context.Context, now time.Time, limit int) ([]*Message, error)
 
 	// FindByExternalID returns the active message of route whose carrier id is
 	// externalID, or ErrNotFound.

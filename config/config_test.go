@@ -142,7 +142,9 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 	lorawan, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN)
 	channel, _ := herald.ProfilePolicy(herald.ProfileChannel)
 	classc, _ := herald.ProfilePolicy(herald.ProfileClassC)
+	taskpoll, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
 	no, yes := false, true
+	noJitter := 0.0
 	ptr := func(d time.Duration) *Duration { v := Duration(d); return &v }
 	three, half := 3, 0.25
 
@@ -207,6 +209,13 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 			func(p *herald.Policy) { *p = classc; p.CoalesceByTarget = false }},
 		{"coalesce: true on another profile", Route{Carrier: CarrierChirpStack, Coalesce: &yes},
 			func(p *herald.Policy) { *p = lorawan; p.CoalesceByTarget = true }},
+		{"calin: poll_concurrency, first_poll, poll_jitter", Route{Carrier: CarrierCalinV1, PollConcurrency: 256,
+			FirstPoll: ptr(5 * time.Second), PollJitter: &noJitter},
+			func(p *herald.Policy) {
+				*p = taskpoll
+				p.PollConcurrency, p.FirstPoll, p.PollJitter = 256, 5*time.Second, 0
+			}},
+		{"calin: the profile's polls", Route{Carrier: CarrierCalinV2}, func(p *herald.Policy) { *p = taskpoll }},
 		{"circuit off", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}},
 			func(p *herald.Policy) { *p = channel }},
 		{"circuit set", Route{Carrier: CarrierWebhook, Circuit: &Circuit{Failures: 3, CoolDown: Duration(time.Second)}},

@@ -97,6 +97,9 @@ func (r Route) policy() (herald.Policy, error) {
 	if r.Coalesce != nil {
 		p.CoalesceByTarget = *r.Coalesce
 	}
+	p.PollConcurrency = r.PollConcurrency
+	setDuration(&p.FirstPoll, r.FirstPoll)
+	setFloat(&p.PollJitter, r.PollJitter)
 	circuit := r.Circuit
 	if circuit == nil {
 		switch r.Carrier {

@@ -198,8 +198,16 @@ func (r Route) validateCarrier() []error {
 			errs = append(errs, fmt.Errorf("base_url: %v", err))
 		}
 	}
-	if r.RetryFailedTasks && r.Carrier != CarrierCalinV1 && r.Carrier != CarrierCalinV2 {
-		errs = append(errs, fmt.Errorf("retry_failed_tasks: a %s route has no tasks (calin-v1 and calin-v2 only)", r.Carrier))
+	if !r.polls() {
+		for key, set := range map[string]bool{"retry_failed_tasks": r.RetryFailedTasks, "poll_concurrency": r.PollConcurrency != 0,
+			"first_poll": r.FirstPoll != nil, "poll_jitter": r.PollJitter != nil, "create_timeout": r.CreateTimeout != 0} {
+			if set {
+				errs = append(errs, fmt.Errorf("%s: a %s route has no tasks (calin-v1 and calin-v2 only)", key, r.Carrier))
+			}
+		}
+	}
+	if r.CreateTimeout < 0 {
+		errs = append(errs, fmt.Errorf("create_timeout %v is negative", r.CreateTimeout.D()))
 	}
 	return errs
 }

@@ -57,6 +57,18 @@ subscribers: [{url: "http://h/e", secret_env: SET_VAR, signature: hmac-sha256, s
 		{"subscriber retry", `
 subscribers: [{url: "http://h/e", retry: {kind: schedule}}]
 ` + okRoute, []string{"subscribers[0]", "schedule needs at least one step"}},
+		{"poll keys on a route without tasks", `
+routes:
+  - {name: a, carrier: chirpstack, poll_concurrency: 4, first_poll: 5s, poll_jitter: 0.1, create_timeout: 1m}
+`, []string{`routes[0] "a"`, "poll_concurrency: a chirpstack route has no tasks", "first_poll:", "poll_jitter:", "create_timeout:"}},
+		{"poll_concurrency negative", `
+routes:
+  - {name: a, carrier: calin-v1, base_url: "http://h/", poll_concurrency: -1}
+`, []string{`routes[0] "a"`, "poll concurrency -1 is negative"}},
+		{"poll_jitter too big", `
+routes:
+  - {name: a, carrier: calin-v1, base_url: "http://h/", poll_jitter: 0.9}
+`, []string{`routes[0] "a"`, "poll jitter 0.9 must be within 0..0.5"}},
 		{"retry_failed_tasks on a route without tasks", `
 routes:
   - {name: a, carrier: webhook, url: "http://h/x", retry_failed_tasks: true}

@@ -77,7 +77,7 @@ func simCalinCommand() *cobra.Command {
 			for _, d := range []struct {
 				flag string
 				v    time.Duration
-			}{{"--latency", cfg.Latency}, {"--slow-create", cfg.SlowCreate}} {
+			}{{"--latency", cfg.Latency}, {"--slow-create", cfg.SlowCreate}, {"--slow-poll", cfg.SlowPoll}} {
 				if d.v < 0 {
 					return fmt.Errorf("%s %v: want ≥ 0", d.flag, d.v)
 				}
@@ -114,6 +114,7 @@ func simCalinCommand() *cobra.Command {
 	f.BoolVar(&cfg.AcceptReusedTokens, "accept-reused-tokens", false, "let a meter accept a token it has already accepted (default: rejected)")
 	f.DurationVar(&cfg.TokenTTL, "token-ttl", calin.DefaultTokenTTL, "V2: bearer token lifetime; calls with an expired token answer 401")
 	f.DurationVar(&cfg.SlowCreate, "slow-create", 0, "delay every create call's answer by this much; the task exists at once")
+	f.DurationVar(&cfg.SlowPoll, "slow-poll", 0, "delay every poll call's answer by this much (a vendor answering polls in 200ms)")
 	f.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "random seed for --fail-rate, --token-reject-rate and --lose-rate")
 	return cmd
 }

@@ -80,7 +80,8 @@
 // a GET 405, an unknown path 404; paths match without regard to case, as
 // ASP.NET (whose {"Message"} error shape V1's client reads) routes them.
 // Config.SlowCreate delays every answer of a create endpoint, errors and
-// 401s included. The reading values are fixed plausible numbers in the forms
+// 401s included; Config.SlowPoll every answer of a poll endpoint, the
+// same way. The reading values are fixed plausible numbers in the forms
 // the client parses (the credit's relay flag follows the meter's last
 // successful control task). Token minting (POS_Purchase, Maintenance_*,
 // /API/Token/…/Generate) is not simulated.
@@ -202,6 +203,9 @@ type Config struct {
 	// the task exists, and its latency runs, from the moment the call
 	// arrives.
 	SlowCreate time.Duration
+	// SlowPoll delays every poll call's answer by this much wall time: a
+	// vendor that answers a poll in 200 ms.
+	SlowPoll time.Duration
 	// Seed seeds the outcome draws.
 	Seed int64
 
@@ -237,6 +241,9 @@ func (c Config) Validate() error {
 	}
 	if c.SlowCreate < 0 {
 		return fmt.Errorf("calin: SlowCreate %v: want ≥ 0", c.SlowCreate)
+	}
+	if c.SlowPoll < 0 {
+		return fmt.Errorf("calin: SlowPoll %v: want ≥ 0", c.SlowPoll)
 	}
 	return nil
 }
@@ -627,11 +634,19 @@ func (s *Sim) relayOn(meter string, now time.Time) bool {
 
 // waitSlowCreate waits Config.SlowCreate before a create answers; it
 // reports false when the client went away first.
-func (s *Sim) waitSlowCreate(r *http.Request) bool {
-	if s.cfg.SlowCreate <= 0 {
+func (s *Sim) waitSlowCreate(r *http.Request) bool { return wait(r, s.cfg.SlowCreate) }
+
+// waitSlowPoll waits Config.SlowPoll before a poll is answered; it reports
+// false when the client went away first.
+func (s *Sim) waitSlowPoll(r *http.Request) bool { return wait(r, s.cfg.SlowPoll) }
+
+// wait waits d of wall time before r is answered; it reports false when
+// the client went away first.
+func wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
 		return r.Context().Err() == nil
 	}
-	t := time.NewTimer(s.cfg.SlowCreate)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

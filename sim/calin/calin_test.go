@@ -659,6 +659,25 @@ func TestV2UnknownMeterTaskAndBadBodies(t *testing.T) {
 
 // ---- both ----
 
+// TestSlowPollAnswersLate: with SlowPoll a poll is answered that much
+// later, on V1 and V2.
+func TestSlowPollAnswersLate(t *testing.T) {
+	const slow = 50 * time.Millisecond
+	_, _, url := start(t, Config{API: V1, SlowPoll: slow})
+	id := v1Create(t, url, "/COMM_RemoteReading", map[string]any{"MeterNo": "m-1", "DataItem": "Power"})
+	began := time.Now()
+	if r, a := v1Call(t, url, "/COMM_RemoteReadingTask", map[string]any{"TaskNo": id}); r.ResultCode != "00" || time.Since(began) < slow {
+		t.Fatalf("V1 poll: %s after %v, want an answer after %v", a.body, time.Since(began), slow)
+	}
+	_, _, url = start(t, Config{API: V2, SlowPoll: slow})
+	token := login(t, url, nil)
+	id = v2Create(t, url, token, rmt+"CreateReadingTask", v2Item("m-1", 39, ""))[0]
+	began = time.Now()
+	if a := post(t, url, rmt+"GetReadingTask", map[string]any{"id": id, "lang": "en", "company": "Acme"}, token); a.status != 200 || time.Since(began) < slow {
+		t.Fatalf("V2 poll: %d after %v, want an answer after %v", a.status, time.Since(began), slow)
+	}
+}
+
 func TestSlowCreateAnswersLateButTaskExistsAtOnce(t *testing.T) {
 	const slow = 300 * time.Millisecond
 	for _, api := range []API{V1, V2} {
@@ -778,7 +797,7 @@ func TestSimEndpointsAndValidate(t *testing.T) {
 	if n := len(s.Calls()); n != 1 {
 		t.Fatalf("%d calls recorded, want 1 (the /_sim/ requests are not vendor calls)", n)
 	}
-	for _, c := range []Config{{API: "v3"}, {FailRate: 1.5}, {TokenRejectRate: -1}, {LoseRate: 2}, {Latency: -1}, {SlowCreate: -1}, {TokenTTL: -1}} {
+	for _, c := range []Config{{API: "v3"}, {FailRate: 1.5}, {TokenRejectRate: -1}, {LoseRate: 2}, {Latency: -1}, {SlowCreate: -1}, {SlowPoll: -1}, {TokenTTL: -1}} {
 		if c.Validate() == nil {
 			t.Errorf("Validate(%+v) = nil", c)
 		}

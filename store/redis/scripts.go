@@ -35,6 +35,7 @@ var (
 	releaseScript      = function("release")
 	claimPollScript    = function("claim_poll")
 	overdueScript      = function("overdue")
+	duePollsScript     = function("due_polls")
 	countsScript       = function("counts")
 	pruneScript        = function("prune")
 	purgeScript        = function("purge")

@@ -58,6 +58,7 @@ type readStmts struct {
 	all []*sql.Stmt
 
 	get, byIDs, findExternal, activeRoutes, counts, overdue *sql.Stmt
+	duePolls                                                *sql.Stmt
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, lanesInFlight *sql.Stmt
@@ -347,10 +348,10 @@ func (st *readStmts) defs() []stmtDef {
 				SELECT id FROM (SELECT id FROM messages INDEXED BY messages_inflight
 					WHERE ` + inFlightSQL + ` AND deadline > 0 AND deadline <= ?1 LIMIT CAST(?2 AS INTEGER))
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_expiry
-					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT CAST(?2 AS INTEGER))
-				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
-					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
+					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
+		{&st.duePolls, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_poll
+			WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 ORDER BY due_at LIMIT CAST(?2 AS INTEGER)`},
 		{&st.laneCircuit, `SELECT failures, circuit FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
