@@ -27,6 +27,7 @@ func (f *File) Validate() error {
 	if f.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("concurrency %d is negative", f.Concurrency))
 	}
+	errs = append(errs, f.HTTP.validate()...)
 	errs = append(errs, f.validateSubscribers()...)
 	errs = append(errs, f.validateRoutes()...)
 	if f.OTel != nil {

@@ -164,14 +164,14 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		sessions = admin
 	}
 	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions,
-		CheckSecretEnv: checkSecretEnv, Tracer: apiTracer}))
+		CheckSecretEnv: checkSecretEnv, Tracer: apiTracer, MaxBodyBytesInFlight: int64(f.HTTP.MaxBodyBytesInFlight), Problem: m.Problem}))
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
 	}
 	s := &server{log: log, store: store, engine: engine, routes: routes, served: make(chan error, 1), addr: ln.Addr().String(),
-		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, tracer: tracer}
+		http: newHTTPServer(mux, f.HTTP, log), tracer: tracer}
 	started = true
-	go func() { s.served <- s.http.Serve(ln) }()
+	go func() { s.served <- s.http.Serve(newLimitListener(ln, f.HTTP.MaxConnections, log, m.Problem)) }()
 	log.Info("herald serving", "listen", s.addr, "store", f.Store, "routes", len(routes))
 	if f.UIEnabled() {
 		log.Info("admin page", "url", "http://"+s.addr+ui.Path)
