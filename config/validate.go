@@ -156,6 +156,12 @@ func (r Route) validateCarrier() []error {
 		default:
 			errs = append(errs, fmt.Errorf("send %q: want grpc or mqtt", r.Send))
 		}
+		switch {
+		case r.IngressSecretEnv == "" && !r.IngressOpen:
+			errs = append(errs, fmt.Errorf("ingress_secret_env is required: the environment variable holding the secret ChirpStack's HTTP integration sends as Authorization: Bearer to /v1/ingress/%s (or ingress_open: true, to take its events from anyone, deliberately)", r.Name))
+		case r.IngressSecretEnv != "" && r.IngressOpen:
+			errs = append(errs, errors.New("ingress_open: true and ingress_secret_env contradict each other; keep one"))
+		}
 	case CarrierTelegram:
 		if r.TokenEnv == "" {
 			errs = append(errs, errors.New("token_env is required for a telegram route: the environment variable that holds the bot token"))

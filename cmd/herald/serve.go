@@ -102,6 +102,11 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
+	for _, rc := range f.Routes {
+		if rc.IngressOpen {
+			log.Warn("ingress_open: this route's HTTP ingress takes events from anyone who reaches it, without a secret", "route", rc.Name, "path", "/v1/ingress/"+rc.Name)
+		}
+	}
 	subs, err := buildSubscribers(f)
 	if err != nil {
 		return nil, err
