@@ -51,10 +51,6 @@ type Config struct {
 	// Problem counts something that went wrong, by kind (a metric); nil
 	// counts nothing.
 	Problem func(kind string)
-	// CheckSecretEnv, when set, tells whether a push subscription may
-	// sign with the secret of the server's environment variable name; its
-	// error is answered 400. Nil accepts every name.
-	CheckSecretEnv func(name string) error
 }
 
 // Sessions finds browser sessions: the admin page's login cookie.
@@ -71,8 +67,6 @@ type api struct {
 	keys     keyring
 	sessions Sessions
 	log      *slog.Logger
-	// checkSecretEnv is Config.CheckSecretEnv.
-	checkSecretEnv func(name string) error
 	// metricsHandler is Config.Metrics.
 	metricsHandler http.Handler
 	// budget bounds the bodies in memory; nil when unbounded.
@@ -134,7 +128,7 @@ var routes = []route{
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
-	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger, checkSecretEnv: cfg.CheckSecretEnv,
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger,
 		metricsHandler: cfg.Metrics}
 	if a.log == nil {
 		a.log = slog.Default()

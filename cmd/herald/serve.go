@@ -115,7 +115,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
-	rooms, checkSecretEnv, err := roomsRoute(store, f)
+	rooms, err := roomsRoute(store, f)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -169,7 +169,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		sessions = admin
 	}
 	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions,
-		CheckSecretEnv: checkSecretEnv, Tracer: apiTracer, MaxBodyBytesInFlight: int64(f.HTTP.MaxBodyBytesInFlight), Problem: m.Problem}))
+		Tracer: apiTracer, MaxBodyBytesInFlight: int64(f.HTTP.MaxBodyBytesInFlight), Problem: m.Problem}))
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
 	}
