@@ -225,7 +225,7 @@ type PullClaim struct {
 // Limits of rooms and subscriptions.
 const (
 	// MaxRoomName is the longest room name, in bytes.
-	MaxRoomName = 200
+	MaxRoomName = 128
 	// MaxSubscriptions is the most subscriptions a room has at once.
 	MaxSubscriptions = 1000
 	// MaxEventTypes is the most event types a subscription names.
@@ -246,20 +246,23 @@ const (
 	MaxLease = 12 * time.Hour
 )
 
-// validRoomName reports whether name may name a room: 1 to MaxRoomName
-// letters, digits, '.', '_' and '-'.
+// validRoomName reports whether name may name a room: a letter or a
+// digit, then letters, digits, '.', '_' or '-', MaxRoomName bytes at most
+// (never "." or "..", which a path would take for a directory).
 func validRoomName(name string) bool {
-	if name == "" || len(name) > MaxRoomName {
+	if name == "" || len(name) > MaxRoomName || !alnum(name[0]) {
 		return false
 	}
 	for _, c := range []byte(name) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
-		default:
+		if !alnum(c) && c != '.' && c != '_' && c != '-' {
 			return false
 		}
 	}
 	return true
+}
+
+func alnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // checkDelivery returns an *InvalidError for the first field of o that is

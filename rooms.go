@@ -25,8 +25,8 @@ var DefaultDelivery = DeliveryPolicy{Delay: time.Second, Multiplier: 2, Attempts
 
 // SubscriptionRequest is a subscription to create, as a user gives it.
 type SubscriptionRequest struct {
-	Type       SubscriptionType
-	URL        string // push: required
+	Type SubscriptionType
+	URL  string // push: required
 	// Secret is a push subscription's signing secret, whsec_ and the
 	// standard base64 of its bytes (as the Standard Webhooks give it); ""
 	// has CreateSubscription generate one.
@@ -40,7 +40,7 @@ type SubscriptionRequest struct {
 // rooms' deliveries (a prefix route named RoomRoutePrefix) ErrUnknownRoute.
 func (e *Engine) CreateRoom(ctx context.Context, tenant string, req RoomRequest) (*Room, error) {
 	if !validRoomName(req.Name) {
-		return nil, Invalid("name", "want 1 to %d letters, digits, '.', '_' or '-'", MaxRoomName)
+		return nil, Invalid("name", "want a letter or a digit, then up to %d letters, digits, '.', '_' or '-'", MaxRoomName-1)
 	}
 	if err := e.servesRoom(req.Name); err != nil {
 		return nil, err

@@ -131,3 +131,18 @@ func TestTimesBefore1970(t *testing.T) {
 	}
 	wantStatus(t, f.do("POST", "/v1/messages", keyA, `{"route":"hooks","text":"a","expires_at":"2999-01-01T00:00:00Z"}`), http.StatusAccepted)
 }
+
+// TestRoomNames: a room's name starts with a letter or a digit and has at
+// most 128 bytes; "." and ".." are refused.
+func TestRoomNames(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{".", "..", "-a", "_a", ".hidden", strings.Repeat("a", 129), "a/b", "a b"} {
+		e := wantError(t, f.do("POST", "/v1/rooms", keyA, `{"name":"`+name+`"}`), http.StatusBadRequest, codeInvalidField)
+		if !strings.HasPrefix(e.Message, "name: ") {
+			t.Errorf("room %q: %q, want it to name the field", name, e.Message)
+		}
+	}
+	for _, name := range []string{"a", "0.9", "orders.v2_eu-1", strings.Repeat("a", 128)} {
+		wantStatus(t, f.do("POST", "/v1/rooms", keyA, `{"name":"`+name+`"}`), http.StatusCreated)
+	}
+}
