@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/httpsend"
 )
 
 // routeName is what a route may be called: it appears in URL paths.
@@ -190,10 +191,10 @@ func checkHTTPURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL", s)
+		return errors.New("is not a URL")
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http or https URL", s)
+		return fmt.Errorf("%s is not an absolute http or https URL", httpsend.RedactString(s))
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/heraldmq/herald/carrier/webhook"
 	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/httpapi"
+	"github.com/heraldmq/herald/internal/httpsend"
 	"github.com/heraldmq/herald/metrics"
 	"github.com/heraldmq/herald/notify"
 	"github.com/heraldmq/herald/otelx"
@@ -182,16 +183,10 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		log.Info("admin page", "url", "http://"+s.addr+ui.Path)
 	}
 	if builtinSink {
-		log.Info("no config: demo route \"demo\" posts to the built-in sink", "sink", "http://"+s.addr+demoSinkPath, "api_key", keyHint(keys))
+		log.Info("no config: demo route \"demo\" posts to the built-in sink", "sink", "http://"+s.addr+demoSinkPath,
+			"api_key", "the value of HERALD_API_KEY, or "+demoKey+" when it is unset")
 	}
 	return s, nil
-}
-
-func keyHint(keys map[string]string) string {
-	for k := range keys {
-		return k
-	}
-	return ""
 }
 
 // shutdown stops taking requests, lets sends in flight finish (up to 10 s)
@@ -279,18 +274,18 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 		var err error
 		if sc.SecretEnv != "" {
 			if secret, err = stdwebhook.ParseSecret(os.Getenv(sc.SecretEnv)); err != nil {
-				return nil, fmt.Errorf("subscriber %s: %s: %w", sc.URL, sc.SecretEnv, err)
+				return nil, fmt.Errorf("subscriber %s: %s: %w", httpsend.RedactString(sc.URL), sc.SecretEnv, err)
 			}
 		}
 		sink, err := notify.New(sc.URL, secret, nil, nil)
 		if err != nil {
-			return nil, fmt.Errorf("subscriber %s: %w", sc.URL, err)
+			return nil, fmt.Errorf("subscriber %s: %w", httpsend.RedactString(sc.URL), err)
 		}
 		var types []herald.Status
 		for _, t := range sc.Types {
 			st, err := herald.ParseEventType(t)
 			if err != nil {
-				return nil, fmt.Errorf("subscriber %s: %w", sc.URL, err)
+				return nil, fmt.Errorf("subscriber %s: %w", httpsend.RedactString(sc.URL), err)
 			}
 			types = append(types, st)
 		}
