@@ -99,8 +99,10 @@ type route struct {
 // receives, dispatches due messages to their carriers, reaps overdue stages,
 // retries with backoff, delivers outcome events and prunes old messages.
 type Engine struct {
-	cfg         Config
-	store       Store
+	cfg   Config
+	store Store
+	// full remembers that the store refused a write for want of room.
+	full        fullWatch
 	clock       clock.Clock
 	log         *slog.Logger
 	obs         Observer
@@ -194,6 +196,7 @@ func New(cfg Config) (*Engine, error) {
 		eventPending:   make(chan struct{}, 1),
 		inboundPending: make(chan struct{}, 1),
 	}
+	e.store = watchedStore{Store: cfg.Store, e: e}
 	for _, r := range cfg.Routes {
 		if r.Name == "" {
 			return nil, errors.New("herald: a route has no name")

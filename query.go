@@ -246,5 +246,12 @@ func explainLane(x *Explanation, a Admission, lane LaneState, m *Message, now ti
 	return true
 }
 
-// Ready reports whether the store answers.
-func (e *Engine) Ready(ctx context.Context) error { return e.store.Ping(ctx) }
+// Ready reports whether the store answers and takes writes: while it
+// refuses them for want of room (see ErrStoreFull) it returns an error
+// that wraps ErrStoreFull.
+func (e *Engine) Ready(ctx context.Context) error {
+	if why := e.storeFull(); why != "" {
+		return fmt.Errorf("%w: %s", ErrStoreFull, why)
+	}
+	return e.store.Ping(ctx)
+}
