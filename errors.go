@@ -74,7 +74,7 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{After: d, Err: err} }
 
 // DefaultPermanentPatterns are the error texts that mean the target is gone
-// for good (seed 001): a message failing with one of them is not retried.
+// for good (the chat platforms' texts): a message failing with one of them is not retried.
 var DefaultPermanentPatterns = []string{
 	`chat not found`,
 	`user not found`,

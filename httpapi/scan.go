@@ -179,7 +179,7 @@ func member(t reflect.Type, key, at string) (reflect.Type, bool, *requestError) 
 		if want != "" {
 			return nil, false, badRequest(codeUnknownField, "%q: unknown field; names are case-sensitive: %q", at, at[:len(at)-len(key)]+want)
 		}
-		return nil, false, badRequest(codeUnknownField, "%q: unknown field; see the API's fields in its OpenAPI document, GET /v1/openapi.json", at)
+		return nil, false, badRequest(codeUnknownField, "%q: unknown field; see the API's fields in GET /v1/openapi.json", at)
 	}
 	return nil, false, nil // the decoder says what type it wants
 }

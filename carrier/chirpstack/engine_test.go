@@ -313,7 +313,7 @@ func TestLateAckAfterTheDeviceTimeoutIsAdopted(t *testing.T) {
 	r.waitFor(m.ID, herald.StatusSentToDevice, 1)
 	r.advance(12 * time.Second) // the device timeout
 	r.waitFor(m.ID, herald.StatusToRetry, 1)
-	r.advance(1500 * time.Millisecond) // its retry is due at 2 s
+	r.advance(1500 * time.Millisecond)                      // its retry is due at 2 s
 	if _, err := s.Uplink(devA, 1, []byte{9}); err != nil { // the device's answer, with the ACK bit
 		t.Fatal(err)
 	}
