@@ -158,8 +158,8 @@ func (r Route) validateCarrier() []error {
 			errs = append(errs, fmt.Errorf("send %q: want grpc or mqtt", r.Send))
 		}
 		switch {
-		case r.IngressSecretEnv == "" && !r.IngressOpen:
-			errs = append(errs, fmt.Errorf("ingress_secret_env is required: the environment variable holding the secret ChirpStack's HTTP integration sends as Authorization: Bearer to /v1/ingress/%s (or ingress_open: true, to take its events from anyone, deliberately)", r.Name))
+		case r.IngressSecretEnv == "" && !r.IngressOpen && r.MQTT == nil:
+			errs = append(errs, fmt.Errorf("ingress_secret_env is required: the environment variable holding the secret ChirpStack's HTTP integration sends as Authorization: Bearer to /v1/ingress/%s (or ingress_open: true, to take its events from anyone, deliberately; a route with mqtt: takes its events from the broker, and its HTTP ingress is closed without a secret)", r.Name))
 		case r.IngressSecretEnv != "" && r.IngressOpen:
 			errs = append(errs, errors.New("ingress_open: true and ingress_secret_env contradict each other; keep one"))
 		}
@@ -193,8 +193,11 @@ func checkHTTPURL(s string) error {
 	if err != nil {
 		return errors.New("is not a URL")
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s is not an absolute http or https URL", httpsend.RedactString(s))
+	if u.Host == "" {
+		return errors.New("is not an absolute http or https URL: it has no scheme and host")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%s is not an absolute http or https URL", httpsend.Redact(u))
 	}
 	return nil
 }

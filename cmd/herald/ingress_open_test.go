@@ -12,7 +12,8 @@ import (
 )
 
 // TestChirpStackIngressNeedsSecret: a chirpstack route without
-// ingress_secret_env is refused at start, naming the key; with
+// ingress_secret_env is refused at start, naming the key, unless it takes
+// its events over MQTT (its HTTP ingress is then closed); with
 // ingress_open: true the server starts and warns that its ingress is open.
 func TestChirpStackIngressNeedsSecret(t *testing.T) {
 	t.Setenv("HERALD_TEST_KEY", "k")
@@ -26,6 +27,9 @@ routes:
 	_, err := config.Parse([]byte(cfg + "}\n"))
 	if err == nil || !strings.Contains(err.Error(), "ingress_secret_env is required") || !strings.Contains(err.Error(), "ingress_open: true") {
 		t.Fatalf("config without a secret: %v, want ingress_secret_env required", err)
+	}
+	if _, err := config.Parse([]byte(cfg + ", mqtt: {url: \"tcp://127.0.0.1:1\", application_id: a}}\n")); err != nil {
+		t.Errorf("a route with mqtt: and no secret (its HTTP ingress closed): %v", err)
 	}
 	f, err := config.Parse([]byte(cfg + ", ingress_open: true}\n"))
 	if err != nil {

@@ -246,7 +246,7 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 				return os.Getenv(name)
 			}
 			cc := chirpstack.Config{Server: rc.Server, TLS: rc.TLS, Send: rc.Send,
-				Token: env("token_env", rc.TokenEnv), IngressSecret: env("ingress_secret_env", rc.IngressSecretEnv)}
+				Token: env("token_env", rc.TokenEnv), IngressSecret: env("ingress_secret_env", rc.IngressSecretEnv), IngressOpen: rc.IngressOpen}
 			if mq := rc.MQTT; mq != nil {
 				cc.MQTT = &chirpstack.MQTTConfig{URL: mq.URL, ApplicationID: mq.ApplicationID, ClientID: mq.ClientID,
 					Username: env("mqtt.username_env", mq.UsernameEnv), Password: env("mqtt.password_env", mq.PasswordEnv)}

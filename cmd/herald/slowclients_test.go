@@ -95,8 +95,8 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		probe.once(t)
 	}
 	time.Sleep(500 * time.Millisecond)
-	fdsBefore, rssBefore := openFDs(t, pid), procStatus(t, pid, "VmRSS")
-	t.Logf("before: %d open files, RSS %d MB", fdsBefore, rssBefore>>10)
+	fdsBefore, rssBefore, goBefore := openFDs(t, pid), procStatus(t, pid, "VmRSS"), goMemory(t, srv)
+	t.Logf("before: %d open files, RSS %d MB, Go heap and stacks %d MB", fdsBefore, rssBefore>>10, goBefore>>20)
 
 	stop := time.Now().Add(hold)
 	var wg sync.WaitGroup
@@ -153,42 +153,43 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		t.Errorf("peak RSS %d MB, want under %d MB", peakRSS>>10, bound)
 	}
 
-	// Once the clients are gone, the server's files and memory come back.
+	// Once the clients are gone, the server's files and memory come back:
+	// its resident set, and in a race build (whose shadow memory stays)
+	// the Go heap and stacks in use.
 	deadline := time.Now().Add(20 * time.Second)
-	var fds, rss int
-	for {
-		fds, rss = openFDs(t, pid), procStatus(t, pid, "VmRSS")
-		if fds <= fdsBefore+5 && rss <= rssBefore+rssSlack(rssBefore) || time.Now().After(deadline) {
-			break
-		}
+	var fds, rss, goMem int
+	back := func() bool {
+		fds, rss, goMem = openFDs(t, pid), procStatus(t, pid, "VmRSS"), goMemory(t, srv)
+		return fds <= fdsBefore+5 && goMem <= goBefore+24<<20 && (raceBuild || rss <= rssBefore+24<<10)
+	}
+	for !back() && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("after: %d open files, RSS %d MB", fds, rss>>10)
+	t.Logf("after: %d open files, RSS %d MB, Go heap and stacks %d MB", fds, rss>>10, goMem>>20)
 	if fds > fdsBefore+5 {
 		t.Errorf("%d open files after the clients left, %d before", fds, fdsBefore)
 	}
-	if rss > rssBefore+rssSlack(rssBefore) {
+	if goMem > goBefore+24<<20 {
+		t.Errorf("Go heap and stacks %d MB after the clients left, %d MB before", goMem>>20, goBefore>>20)
+	}
+	if !raceBuild && rss > rssBefore+24<<10 {
 		t.Errorf("RSS %d MB after the clients left, %d MB before", rss>>10, rssBefore>>10)
 	}
 	probe.once(t)
 }
 
-// rssSlack is how far above its level before (kB) the resident set may
-// stay once a load is gone: 24 MB (SQLite's page cache and the Go heap
-// grow with the messages the probes sent), or half in a race build. The
-// slow connections alone held over 100 MB.
-func rssSlack(before int) int {
-	if raceBuild {
-		return max(before/2, 24<<10)
-	}
-	return 24 << 10
+// goMemory returns the bytes of Go heap and stacks srv has in use, from
+// its /metrics.
+func goMemory(t *testing.T, srv *serverProc) int {
+	t.Helper()
+	return int(metric(t, srv, "go_memstats_heap_inuse_bytes") + metric(t, srv, "go_memstats_stack_inuse_bytes"))
 }
 
-// rssBound returns mb, or mb times the race detector's overhead in a
-// race build.
+// rssBound returns mb, or mb times the race detector's overhead (its
+// shadow memory, 5 to 10 times) in a race build.
 func rssBound(mb int) int {
 	if raceBuild {
-		return mb * 4
+		return mb * 6
 	}
 	return mb
 }
