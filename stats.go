@@ -194,6 +194,10 @@ func (e *Engine) Health(ctx context.Context, tenant string) (Health, error) {
 		h.Warnings = append(h.Warnings, what)
 		sentences = append(sentences, sentence)
 	}
+	if why := e.storeFull(); why != "" {
+		level(true, "the store refuses writes for want of room: "+why,
+			"The store refuses writes for want of room ("+why+"): free disk space (SQLite) or memory (Redis); nothing new is stored until then.")
+	}
 	if s.Waiting >= th.QueueDepthWarning {
 		critical := s.Waiting >= th.QueueDepthCritical
 		level(critical, fmt.Sprintf("queue depth %d", s.Waiting), fmt.Sprintf(

@@ -138,3 +138,26 @@ func TestContentHash(t *testing.T) {
 		t.Errorf("no f_port hashes as %s, port 1 as %s: want the default port, 1", got, want)
 	}
 }
+
+// TestIngressClosedWithoutSecret: without an ingress secret the HTTP
+// ingress is closed (a secret no one knows) unless IngressOpen says it is
+// open on purpose.
+func TestIngressClosedWithoutSecret(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		open bool
+	}{
+		{Config{Server: "127.0.0.1:1", Token: "t", IngressSecret: "s"}, false},
+		{Config{Server: "127.0.0.1:1", Token: "t"}, false},
+		{Config{Server: "127.0.0.1:1", Token: "t", IngressOpen: true}, true},
+	} {
+		cr, err := New(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cr.IngressSecret(); (got == "") != c.open || (c.cfg.IngressSecret != "" && got != c.cfg.IngressSecret) {
+			t.Errorf("%+v: IngressSecret %q, want open = %v", c.cfg, got, c.open)
+		}
+		cr.Close()
+	}
+}

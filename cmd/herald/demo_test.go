@@ -85,14 +85,16 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 		t.Errorf("policy on Redis: ordered %v, dedup_ttl %v, circuit %+v; want them as configured", p.Admission.Ordered, p.DedupTTL, p.Admission.Circuit)
 	}
 
-	// A telegram route keeps its defaults too: spacing per chat and a circuit.
+	// A telegram route keeps its defaults too: spacing and one at a time per
+	// chat, and a circuit.
 	t.Setenv("HERALD_TEST_TELEGRAM_TOKEN", "123:abc")
 	f.Routes = append(f.Routes, config.Route{Name: "chat", Carrier: config.CarrierTelegram, TokenEnv: "HERALD_TEST_TELEGRAM_TOKEN"})
 	if routes, err = buildRoutes(f); err != nil {
 		t.Fatalf("buildRoutes with a telegram route on Redis: %v", err)
 	}
 	tc := config.DefaultTelegramCircuit
-	want := herald.Admission{Spacing: config.DefaultTelegramSpacing, RouteRate: herald.Rate(config.DefaultTelegramRouteRate),
+	want := herald.Admission{Spacing: config.DefaultTelegramSpacing, Concurrency: config.DefaultTelegramConcurrency,
+		RouteRate: herald.Rate(config.DefaultTelegramRouteRate),
 		Circuit: herald.Circuit{Failures: tc.Failures, CoolDown: tc.CoolDown.D()}}
 	if got := routes[1].Policy.Admission; got != want {
 		t.Errorf("telegram route's admission on Redis = %+v, want %+v", got, want)
