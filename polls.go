@@ -19,16 +19,17 @@ const pollBatch = 1024
 const pollLateAfter = 2 * time.Second
 
 // pollLoop polls the pull carriers' tasks as their polls fall due, apart
-// from the reaper, whose scans wait for their slowest call: every
-// PollInterval on the engine's clock, and at once when a poll ends, it
-// reads the due polls, earliest first, and starts each whose route has a
-// free poll slot (Policy.PollConcurrency) and whose lane one too (its
+// from the reaper, whose scans wait for their slowest call: as often as
+// the dispatcher or the reaper looks (PollInterval, ReapInterval: the
+// shorter), on the engine's clock, and at once when a poll ends, it reads
+// the due polls, earliest first, and starts each whose route has a free
+// poll slot (Policy.PollConcurrency) and whose lane one too (its
 // admission's Concurrency: a DCU's tasks), without waiting for it.
 func (e *Engine) pollLoop(ctx context.Context) {
 	if len(e.pullRoutes) == 0 {
 		return
 	}
-	e.batchLoop(ctx, "poll", e.startPolls, pollBatch, e.pollPending)
+	e.batchLoopEvery(ctx, "poll", e.startPolls, pollBatch, e.pollPending, min(e.cfg.PollInterval, e.cfg.ReapInterval))
 }
 
 // startPolls starts the polls that are due and have a free slot, and
