@@ -269,7 +269,7 @@ var Profiles = map[Profile]Policy{
 		MaxAttempts:         6,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
-		// seed 003: 30 per minute per gateway, 100 per minute per tenant,
+		// 30 per minute per gateway, 100 per minute per tenant,
 		// the same update within an hour sent once.
 		Admission: Admission{Rate: Rate{N: 30, Per: time.Minute}, TenantRate: Rate{N: 100, Per: time.Minute}},
 		DedupTTL:  time.Hour,
