@@ -270,7 +270,8 @@ var Profiles = map[Profile]Policy{
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
 		// 30 per minute per gateway, 100 per minute per tenant,
-		// the same update within an hour sent once.
+		// a command equal to the last one sent to its device within an
+		// hour skipped.
 		Admission: Admission{Rate: Rate{N: 30, Per: time.Minute}, TenantRate: Rate{N: 100, Per: time.Minute}},
 		DedupTTL:  time.Hour,
 		// A newer command for a device replaces the one still pending for
