@@ -124,7 +124,8 @@ type Engine struct {
 	node         string // names this engine in its claims (Claim.Node)
 	admissionSet bool   // the store has it; guarded by startMu
 	latencies    latencyWindow
-	rooms        roomCache // the rooms published to, with their subscriptions
+	rooms        roomCache      // the rooms published to, with their subscriptions
+	eventData    eventDataCache // the data of room events, for their deliveries (eventdata.go)
 
 	slots        chan struct{}         // one token per carrier call in flight
 	pending      chan struct{}         // one token per claimed message not yet recorded
