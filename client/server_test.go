@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -83,9 +84,10 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 		}
 		routes = append(routes, herald.Route{Name: r.name, Carrier: c, Policy: r.policy})
 	}
-	// The rooms' deliveries: a push subscription to the endpoint is
-	// accepted (its target, the subscription's id, is no refusal).
-	rc, err := room.New(room.Config{Subscriptions: s.store})
+	// The rooms' deliveries: a push subscription to the endpoint, on a
+	// loopback address the egress policy is told to allow, is accepted
+	// (its target, the subscription's id, is no refusal).
+	rc, err := room.New(room.Config{Subscriptions: s.store, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		return nil, err
 	}

@@ -307,3 +307,25 @@ func errorsUnwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+// TestEgressAllow reads egress.allow's networks and single addresses as
+// prefixes, in canonical form.
+func TestEgressAllow(t *testing.T) {
+	f, err := Parse([]byte("egress: {allow: [10.20.1.2/16, 127.0.0.1, \"::1\", \"fd00::/8\"]}\n" + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.AllowedPrefixes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.20.0.0/16", "127.0.0.1/32", "::1/128", "fd00::/8"}
+	if len(got) != len(want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("allow[%d] = %v, want %s", i, got[i], want[i])
+		}
+	}
+}

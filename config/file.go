@@ -36,6 +36,8 @@ type File struct {
 	Store string `yaml:"store"`
 	// APIKeys are the bearer keys of the HTTP API and their tenants.
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Egress is the policy of the connections to URLs that tenants supply.
+	Egress Egress `yaml:"egress"`
 	// Subscribers receive outcome events.
 	Subscribers []Subscriber `yaml:"subscribers"`
 	// Routes are the named carriers messages are sent through. At least one is required.

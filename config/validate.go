@@ -37,6 +37,9 @@ func (f *File) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if _, err := f.AllowedPrefixes(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -54,6 +54,12 @@ api_keys: [{tenant: t}]
 		{"one key for two tenants", `
 api_keys: [{key: k, tenant: a}, {key: k, tenant: b}]
 ` + okRoute, []string{"api_keys[1]", `tenants "a" and "b"`}},
+		{"egress allow not a network", `
+egress: {allow: [10.0.0.0/8, "10.0.0.0/33"]}
+` + okRoute, []string{"egress.allow[1]", `"10.0.0.0/33" is not a CIDR prefix`}},
+		{"egress allow a name", `
+egress: {allow: [metadata.internal]}
+` + okRoute, []string{"egress.allow[0]", "neither an address nor a CIDR prefix"}},
 		{"store scheme", `
 store: postgres://localhost/db
 ` + okRoute, []string{`store "postgres://localhost/db"`, "sqlite:PATH"}},

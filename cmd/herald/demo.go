@@ -121,6 +121,7 @@ func runDemo(ctx context.Context, out io.Writer, listen, store string, count int
 	f, err := config.Parse([]byte(fmt.Sprintf(`listen: %s
 store: %s
 api_keys: [{key: %s, tenant: default}]
+egress: {allow: [%s]}
 routes:
   - name: demo
     carrier: webhook
@@ -136,7 +137,7 @@ routes:
     policy:
       retry: {kind: exponential, base: 500ms, multiplier: 2, max: 4s, jitter: 0.2}
       max_attempts: 4
-%s%s`, listen, store, demoKey, ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()), meters.routes())))
+%s%s`, listen, store, demoKey, strings.Join(demoEgress, ", "), ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()), meters.routes())))
 	if err != nil {
 		return err
 	}

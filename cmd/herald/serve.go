@@ -76,8 +76,14 @@ func loadConfig(path string) (*config.File, error) {
 	}
 	f.APIKeys = []config.APIKey{{Key: key, Tenant: config.DefaultTenant}}
 	f.Routes[0].URL = "http://" + f.Listen + demoSinkPath
+	f.Egress.Allow = demoEgress
 	return f, nil
 }
+
+// demoEgress is the egress policy's allow list of the demo servers (no
+// config, herald demo), which run on this machine: rooms' push
+// subscriptions may reach its loopback addresses.
+var demoEgress = []string{"127.0.0.0/8", "::1"}
 
 // server is a running herald: store, engine and HTTP listener.
 type server struct {
@@ -110,13 +116,13 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
-	rooms, checkSecretEnv, err := roomsRoute(store, f)
+	m := metrics.New()
+	rooms, checkSecretEnv, err := roomsRoute(store, f, log, m.Problem)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
 	routes = append(routes, rooms)
-	m := metrics.New()
 	m.WatchCounts(store.Counts)
 	m.WatchLanes(store.Lanes, metrics.TopLanes)
 	tracer, err := startTracing(ctx, f, log)
