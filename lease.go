@@ -40,7 +40,7 @@ func (e *Engine) Pull(ctx context.Context, tenant, id string, max int, lease tim
 		return nil, err
 	}
 	for _, m := range msgs {
-		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
+		e.transitioned(m, StatusQueued, StatusSentToNS)
 	}
 	return msgs, nil
 }

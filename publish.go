@@ -53,7 +53,7 @@ func (e *Engine) Publish(ctx context.Context, tenant, room string, req PublishRe
 		switch {
 		case err == nil:
 			for _, m := range msgs {
-				e.obs.Transitioned(m.Route, "", StatusQueued)
+				e.transitioned(m, "", StatusQueued)
 			}
 			if len(msgs) > 0 {
 				e.nudge(e.wake)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,5 +328,27 @@ func TestEgressAllow(t *testing.T) {
 		if got[i].String() != want[i] {
 			t.Errorf("allow[%d] = %v, want %s", i, got[i], want[i])
 		}
+	}
+}
+
+// TestRolesAndMetricsKey reads each key's role, write when it names none,
+// and the metrics key from its variable.
+func TestRolesAndMetricsKey(t *testing.T) {
+	t.Setenv("HERALD_TEST_METRICS_KEY", "scrape")
+	f, err := Parse([]byte(`api_keys: [{key: w, tenant: a}, {key: r, tenant: a, role: read}, {key: x, tenant: ops, role: admin}]
+metrics: {key_env: HERALD_TEST_METRICS_KEY}
+` + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := f.Roles()
+	if err != nil || roles["w"] != RoleWrite || roles["r"] != RoleRead || roles["x"] != RoleAdmin || len(roles) != 3 {
+		t.Errorf("roles = %v, %v", roles, err)
+	}
+	if key, err := f.MetricsKey(); key != "scrape" || err != nil {
+		t.Errorf("metrics key = %q, %v", key, err)
+	}
+	if names := f.EnvNames(); !slices.Contains(names, "HERALD_TEST_METRICS_KEY") {
+		t.Errorf("EnvNames %v lacks the metrics key's variable", names)
 	}
 }

@@ -100,10 +100,11 @@ type server struct {
 // startServer opens the store, starts the engine and serves the API. With
 // builtinSink it also serves a webhook sink at demoSinkPath.
 func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slog.Logger) (*server, error) {
-	keys, err := f.Keys()
+	acc, err := loadAccess(f)
 	if err != nil {
 		return nil, err
 	}
+	keys := acc.keys
 	routes, err := buildRoutes(f)
 	if err != nil {
 		return nil, err
@@ -117,6 +118,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		return nil, err
 	}
 	m := metrics.New()
+	acc.watch(m)
 	rooms, checkSecretEnv, err := roomsRoute(store, f, log, m.Problem)
 	if err != nil {
 		store.Close()
@@ -164,12 +166,12 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	mux := http.NewServeMux()
 	var sessions httpapi.Sessions
 	if f.UIEnabled() {
-		admin := ui.New(ui.Config{Keys: keys, Logger: log})
+		admin := acc.adminPage(log, m)
 		mux.Handle(ui.Path, admin)
 		mux.Handle(ui.Path+"/", admin)
 		sessions = admin
 	}
-	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions,
+	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Roles: acc.roles, MetricsKey: acc.metricsKey, Metrics: m.Handler(), Logger: log, Sessions: sessions,
 		CheckSecretEnv: checkSecretEnv, Tracer: apiTracer}))
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
