@@ -87,7 +87,7 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	// The rooms' deliveries: a push subscription to the endpoint, on a
 	// loopback address the egress policy is told to allow, is accepted
 	// (its target, the subscription's id, is no refusal).
-	rc, err := room.New(room.Config{Subscriptions: s.store, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	rc, err := room.New(room.Config{Store: s.store, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		return nil, err
 	}
