@@ -71,7 +71,7 @@ func (f *fixture) populate(w *tenantWorld) {
 	if len(leased) != 1 {
 		t.Fatalf("%s pulled %d deliveries, want 1", m, len(leased))
 	}
-	wantStatus(t, f.do("POST", "/v1/subscriptions/"+pull+"/ack", w.key, `{"ids":["`+leased[0].ID+`"]}`), http.StatusOK)
+	wantStatus(t, f.do("POST", "/v1/subscriptions/"+pull+"/ack", w.key, `{"lease_ids":["`+leased[0].LeaseID+`"]}`), http.StatusOK)
 }
 
 // getURLs returns the URLs of op, a GET, filled in with w's ids and names:
