@@ -87,11 +87,6 @@ func loadConfig(path string) (*config.File, error) {
 	return f, nil
 }
 
-// demoEgress is the egress policy's allow list of the demo servers (no
-// config, herald demo), which run on this machine: rooms' push
-// subscriptions may reach its loopback addresses.
-var demoEgress = []string{"127.0.0.0/8", "::1"}
-
 // server is a running herald: store, engine and HTTP listener.
 type server struct {
 	log    *slog.Logger
