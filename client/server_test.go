@@ -25,6 +25,8 @@ import (
 const (
 	keyAcme  = "key-acme"
 	keyOther = "key-other"
+	// keyReader is acme's read-only key.
+	keyReader = "key-reader"
 )
 
 // The routes of the test server. Each is a webhook to the same endpoint,
@@ -110,7 +112,8 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	}
 	var h http.Handler = httpapi.New(httpapi.Config{
 		Engine: s.engine, Logger: logger,
-		Keys: map[string]string{keyAcme: "acme", keyOther: "other"},
+		Keys:  map[string]string{keyAcme: "acme", keyOther: "other", keyReader: "acme"},
+		Roles: map[string]httpapi.Role{keyReader: httpapi.RoleRead},
 	})
 	if wrap != nil {
 		h = wrap(h)
