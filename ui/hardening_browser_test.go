@@ -15,13 +15,14 @@ import (
 	"github.com/heraldmq/herald/ui"
 )
 
-// submitLogin submits the login form with key and waits for the page the
-// server answers with.
-func (tb *tab) submitLogin(key string) {
+// submitLogin submits the login form with key, waits for the page the
+// server answers with, and returns the error it shows.
+func (tb *tab) submitLogin(key string) string {
 	tb.t.Helper()
 	tb.markPage()
 	tb.do(chromedp.SetValue(chromedp.ID("key"), key), chromedp.Submit(chromedp.ID("key")))
 	tb.until("the answer to the login", `!window.__heraldTestMark && document.readyState === "complete" && !!document.querySelector("body")`)
+	return eval[string](tb, `document.getElementById("login-error")?.textContent || ""`)
 }
 
 // visible reads whether each element that sel matches is shown.
@@ -172,8 +173,14 @@ func TestAdminPageHardening(t *testing.T) {
 		tb := b.newTab(t)
 		tb.do(chromedp.Navigate(h.url+"/ui/login"), chromedp.WaitVisible(chromedp.ID("key")))
 		mark := h.mark()
+		told := 0 // pages that say to wait
 		for i := range 50 {
-			tb.submitLogin(fmt.Sprintf("%s-wrong-%02d", keyAcme, i))
+			if msg := tb.submitLogin(fmt.Sprintf("%s-wrong-%02d", keyAcme, i)); strings.Contains(msg, "Too many failed logins") {
+				told++
+				if told == 1 {
+					tb.screenshot("login-throttled")
+				}
+			}
 		}
 		counts := map[int]int{}
 		for _, e := range h.exchangesSince(mark, "POST", "/ui/login") {
@@ -182,18 +189,12 @@ func TestAdminPageHardening(t *testing.T) {
 		if counts[http.StatusUnauthorized]+counts[http.StatusTooManyRequests] != 50 || counts[http.StatusUnauthorized] > 10 || counts[http.StatusTooManyRequests] < 40 {
 			t.Errorf("50 wrong logins answered %v; want at most 10 checked (401), the rest throttled (429)", counts)
 		}
-		if msg := eval[string](tb, `document.getElementById("login-error")?.textContent || ""`); !strings.Contains(msg, "Too many failed logins") {
-			t.Errorf("the page says %q, want that there were too many failed logins", msg)
-		}
-		tb.screenshot("login-throttled")
-		// The right key waits too: a guess that is right is not let through.
-		mark = h.mark()
-		tb.submitLogin(keyAcme)
-		if got := h.exchangesSince(mark, "POST", "/ui/login"); len(got) != 1 || got[0].status != http.StatusTooManyRequests {
-			t.Errorf("the right key within the wait: %+v, want 429", got)
+		if told != counts[http.StatusTooManyRequests] {
+			t.Errorf("%d pages say to wait, of %d answered 429", told, counts[http.StatusTooManyRequests])
 		}
 		if n := eval[int](tb, `fetch("/v1/stats").then(r => r.status)`); n != http.StatusUnauthorized {
 			t.Errorf("GET /v1/stats after the throttled logins: %d, want 401", n)
 		}
+		// That the right key waits too is TestFailedLoginsAreThrottledPerAddress's, on a clock of its own.
 	})
 }
