@@ -52,10 +52,14 @@ type Config struct {
 	// Tracer traces every request (a span each, continuing the caller's
 	// traceparent); nil traces nothing.
 	Tracer Tracer
-	// CheckSecretEnv, when set, tells whether a push subscription may
-	// sign with the secret of the server's environment variable name; its
-	// error is answered 400. Nil accepts every name.
-	CheckSecretEnv func(name string) error
+	// MaxBodyBytesInFlight bounds the request body bytes held in memory at
+	// once, across requests: a request whose body (its Content-Length, or
+	// MaxBodyBytes when unknown) does not fit is answered 503 overloaded
+	// with Retry-After, unread. 0 sets no bound.
+	MaxBodyBytesInFlight int64
+	// Problem counts something that went wrong, by kind (a metric); nil
+	// counts nothing.
+	Problem func(kind string)
 }
 
 // Sessions finds browser sessions: the admin page's login cookie.
@@ -73,12 +77,15 @@ type api struct {
 	keys     keyring
 	sessions Sessions
 	log      *slog.Logger
-	// checkSecretEnv is Config.CheckSecretEnv.
-	checkSecretEnv func(name string) error
 	// metricsHandler is Config.Metrics, and metricsKey the SHA-256 of
 	// Config.MetricsKey (nil when none).
 	metricsHandler http.Handler
 	metricsKey     []byte
+	// budget bounds the bodies in memory; nil when unbounded.
+	budget     *bodyBudget
+	budgetWarn sometimes
+	// problem is Config.Problem, never nil.
+	problem func(kind string)
 }
 
 // route is one endpoint of the API: New registers each of routes on its
@@ -133,7 +140,7 @@ var routes = []route{
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
-	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys, cfg.Roles), sessions: cfg.Sessions, log: cfg.Logger, checkSecretEnv: cfg.CheckSecretEnv,
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys, cfg.Roles), sessions: cfg.Sessions, log: cfg.Logger,
 		metricsHandler: cfg.Metrics}
 	if cfg.MetricsKey != "" {
 		sum := sha256.Sum256([]byte(cfg.MetricsKey))
@@ -141,6 +148,12 @@ func New(cfg Config) http.Handler {
 	}
 	if a.log == nil {
 		a.log = slog.Default()
+	}
+	if a.problem = cfg.Problem; a.problem == nil {
+		a.problem = func(string) {}
+	}
+	if cfg.MaxBodyBytesInFlight > 0 {
+		a.budget = &bodyBudget{free: cfg.MaxBodyBytesInFlight}
 	}
 	mux := http.NewServeMux()
 	for _, rt := range routes {
@@ -150,5 +163,5 @@ func New(cfg Config) http.Handler {
 		serve := rt.serve
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
 	}
-	return traced(cfg.Tracer, a.authenticate(notePattern(cfg.Tracer, jsonFallback(mux))))
+	return traced(cfg.Tracer, a.authenticate(a.bounded(notePattern(cfg.Tracer, jsonFallback(mux)))))
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -56,8 +57,13 @@ func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
 // readyz handles GET /readyz: 200 when the store answers, 503 otherwise.
 func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := a.engine.Ready(r.Context()); err != nil {
+		msg := "the store does not answer"
+		if errors.Is(err, herald.ErrStoreFull) {
+			msg = "the store refuses writes for want of room (a full disk, or Redis out of memory)"
+		}
 		a.log.Warn("not ready", "err", err)
-		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, "the store does not answer")
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
@@ -71,6 +77,7 @@ func (a *api) metrics(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256([]byte(strings.TrimSpace(key)))
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], a.metricsKey) != 1 {
 			a.log.Info("refused: /metrics without its key", "remote", r.RemoteAddr)
+			a.problem(problemMetricsKey)
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeError(w, http.StatusUnauthorized, "unauthorized", "/metrics needs the metrics key: Authorization: Bearer <key>")
 			return

@@ -71,6 +71,14 @@ func figuresOf(r *http.Request) string {
 	return ""
 }
 
+// The problems counted (Config.Problem) when a key may not do something.
+const (
+	// problemReadOnly: a read-only key tried a change (403).
+	problemReadOnly = "forbidden_read_only"
+	// problemMetricsKey: /metrics without its key (401).
+	problemMetricsKey = "metrics_unauthorized"
+)
+
 // readOnly reports whether method only reads.
 func readOnly(method string) bool {
 	switch method {

@@ -18,8 +18,10 @@ func usesKeys(security [][]string) bool {
 // document that takes an API key is refused 403 to a read-only key, and
 // to its browser session, with nothing changed; its GETs are answered.
 func TestReadOnlyKeyMayOnlyRead(t *testing.T) {
+	problems := map[string]int{}
 	f := newFixture(t, withReader, func(c *Config) {
 		c.Sessions = fakeSessions{"reader": {tenantA, "reader-token", string(RoleRead)}}
+		c.Problem = func(kind string) { problems[kind]++ }
 	})
 	own := f.sendOK(`{"route":"hooks","target":"fail","text":"mine"}`)
 	f.run()
@@ -63,13 +65,20 @@ func TestReadOnlyKeyMayOnlyRead(t *testing.T) {
 	if !strings.Contains(f.logs.String(), "read-only key may not change anything") {
 		t.Error("no log line for the refusals")
 	}
+	if problems[problemReadOnly] != 2*refused {
+		t.Errorf("%d refusals counted (%s), want %d", problems[problemReadOnly], problemReadOnly, 2*refused)
+	}
 }
 
 // TestMetricsKey: with a metrics key, /metrics answers 401 without it,
 // with another key or with an API key, and serves the metrics with it.
 func TestMetricsKey(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("herald_up 1\n")) })
-	f := newFixture(t, func(c *Config) { c.Metrics, c.MetricsKey = metrics, "scrape-secret" })
+	problems := map[string]int{}
+	f := newFixture(t, func(c *Config) {
+		c.Metrics, c.MetricsKey = metrics, "scrape-secret"
+		c.Problem = func(kind string) { problems[kind]++ }
+	})
 	for _, key := range []string{"", "wrong", keyA, "scrape-secret-and-more"} {
 		rec := f.do("GET", "/metrics", key, "")
 		wantError(t, rec, http.StatusUnauthorized, "unauthorized")
@@ -81,6 +90,9 @@ func TestMetricsKey(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	if rec.Body.String() != "herald_up 1\n" {
 		t.Errorf("/metrics with its key: %q", rec.Body)
+	}
+	if problems[problemMetricsKey] != 4 {
+		t.Errorf("%d refusals counted (%s), want 4", problems[problemMetricsKey], problemMetricsKey)
 	}
 }
 
