@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -350,5 +351,17 @@ metrics: {key_env: HERALD_TEST_METRICS_KEY}
 	}
 	if names := f.EnvNames(); !slices.Contains(names, "HERALD_TEST_METRICS_KEY") {
 		t.Errorf("EnvNames %v lacks the metrics key's variable", names)
+	}
+}
+
+// TestTrustedProxies reads http.trusted_proxies as prefixes.
+func TestTrustedProxies(t *testing.T) {
+	f, err := Parse([]byte("http: {trusted_proxies: [10.0.0.5, \"fd00::/8\"]}\n" + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.TrustedProxies()
+	if err != nil || fmt.Sprint(got) != "[10.0.0.5/32 fd00::/8]" {
+		t.Errorf("trusted proxies = %v, %v", got, err)
 	}
 }

@@ -31,6 +31,22 @@ func (f *File) AllowedPrefixes() ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// TrustedProxies returns http.trusted_proxies parsed: the admin page
+// believes a request from one of them about its client's address (for its
+// throttle of failed logins and its logs) and about TLS (its cookie is
+// Secure behind X-Forwarded-Proto: https).
+func (f *File) TrustedProxies() ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(f.HTTP.TrustedProxies))
+	for i, s := range f.HTTP.TrustedProxies {
+		p, err := parsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("http.trusted_proxies[%d]: %w", i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // parsePrefix reads a CIDR prefix or a single address, in canonical form.
 func parsePrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)

@@ -42,6 +42,9 @@ func (f *File) Validate() error {
 	if _, err := f.AllowedPrefixes(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := f.TrustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := f.MetricsKey(); err != nil {
 		errs = append(errs, err)
 	}

@@ -73,6 +73,9 @@ metrics: {key_env: SET_VAR}
 		{"egress allow not a network", `
 egress: {allow: [10.0.0.0/8, "10.0.0.0/33"]}
 ` + okRoute, []string{"egress.allow[1]", `"10.0.0.0/33" is not a CIDR prefix`}},
+		{"trusted proxy not a network", `
+http: {trusted_proxies: [10.0.0.0/8, proxy.internal]}
+` + okRoute, []string{"http.trusted_proxies[1]", "neither an address nor a CIDR prefix"}},
 		{"egress allow a name", `
 egress: {allow: [metadata.internal]}
 ` + okRoute, []string{"egress.allow[0]", "neither an address nor a CIDR prefix"}},

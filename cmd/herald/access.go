@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/netip"
 
 	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/httpapi"
@@ -9,12 +10,14 @@ import (
 	"github.com/heraldmq/herald/ui"
 )
 
-// access is who may call the server: the API keys' tenants and roles, and
-// the key of /metrics ("" when it needs none).
+// access is who may call the server: the API keys' tenants and roles, the
+// key of /metrics ("" when it needs none), and the proxies believed about
+// their clients.
 type access struct {
 	keys       map[string]string
 	roles      map[string]httpapi.Role
 	metricsKey string
+	proxies    []netip.Prefix
 }
 
 // loadAccess reads the config's API keys, their roles and the metrics key.
@@ -37,7 +40,11 @@ func loadAccess(f *config.File) (access, error) {
 	if err != nil {
 		return access{}, err
 	}
-	return access{keys: keys, roles: roles, metricsKey: metricsKey}, nil
+	proxies, err := f.TrustedProxies()
+	if err != nil {
+		return access{}, err
+	}
+	return access{keys: keys, roles: roles, metricsKey: metricsKey, proxies: proxies}, nil
 }
 
 // watch makes m show the lanes' names when a key guards /metrics: then
@@ -50,5 +57,5 @@ func (a access) watch(m *metrics.Metrics) {
 
 // adminPage returns the admin page of these keys.
 func (a access) adminPage(log *slog.Logger, m *metrics.Metrics) *ui.UI {
-	return ui.New(ui.Config{Keys: a.keys, Roles: a.roles, Logger: log, Problem: m.Problem})
+	return ui.New(ui.Config{Keys: a.keys, Roles: a.roles, TrustedProxies: a.proxies, Logger: log, Problem: m.Problem})
 }

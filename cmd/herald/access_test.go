@@ -2,17 +2,20 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
-// TestKeysRolesAndTheMetricsKey: the config's roles and metrics key reach
-// the server: a read key may read and not send, an admin key sees every
-// tenant's figures, and /metrics needs its own key.
+// TestKeysRolesAndTheMetricsKey: the config's roles, metrics key and
+// trusted proxies reach the server: a read key may read and not send, an
+// admin key sees every tenant's figures, /metrics needs its own key, and
+// a login through a trusted proxy that says https gets a Secure cookie.
 func TestKeysRolesAndTheMetricsKey(t *testing.T) {
 	t.Setenv("HERALD_TEST_SCRAPE_KEY", "scrape-key")
 	writer := startConfigServer(t, "k1", `api_keys: [{key: k1, tenant: acme}, {key: k2, tenant: other},
   {key: r1, tenant: acme, role: read}, {key: x1, tenant: ops, role: admin}]
 metrics: {key_env: HERALD_TEST_SCRAPE_KEY}
+http: {trusted_proxies: [127.0.0.1]}
 routes:
   - {name: hooks, carrier: webhook, url: "http://127.0.0.1:9/in"}
 `)
@@ -36,6 +39,20 @@ routes:
 	for key, want := range map[string]int{"": 401, "k1": 401, "scrape-key": 200} {
 		if code, _ := as(key).call("GET", "/metrics", nil, nil); code != want {
 			t.Errorf("/metrics with %q: %d, want %d", key, code, want)
+		}
+	}
+	for proto, secure := range map[string]bool{"https": true, "http": false} {
+		req, _ := http.NewRequest("POST", writer.base+"/ui/login", strings.NewReader("key=k1"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", writer.base)
+		req.Header.Set("X-Forwarded-Proto", proto)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if c := resp.Cookies(); len(c) != 1 || c[0].Secure != secure {
+			t.Errorf("login through the proxy saying %s: cookies %v, want Secure %v", proto, c, secure)
 		}
 	}
 }
