@@ -74,6 +74,24 @@ type Laner interface {
 	Lane(m *Message) string
 }
 
+// LaneRequirer is implemented by carriers whose messages must name their
+// lane when their route has no default lane: a lane the carrier cannot
+// derive and that its flow control needs (a Calin meter's DCU). Send
+// refuses a message without one (400, naming lane); RequiredLane says
+// what the lane is, for that error.
+type LaneRequirer interface {
+	RequiredLane() string
+}
+
+// ContentHasher is implemented by carriers that know what of a message
+// reaches its recipient (a downlink's device, bytes and port): on a route
+// with dedup (Policy.DedupTTL), ContentHash is the message's dedup key, in
+// place of herald's hash of its route, target, payload or text and
+// params. It is called on a message that Validate accepted.
+type ContentHasher interface {
+	ContentHash(m *Message) string
+}
+
 // URLChecker is implemented by the carrier of the rooms' deliveries (the
 // prefix route RoomRoutePrefix) when it keeps to a policy of the
 // addresses it may reach: CreateSubscription asks it about each push
@@ -91,7 +109,10 @@ type SendResult struct {
 // Poller is implemented by pull carriers: it asks the carrier how a task it
 // accepted is doing.
 //
-// Poll returns PollFailed with the carrier's reason as the error when the
+// Poll returns PollSucceeded once the task ended, with what the carrier
+// reported beyond that as result (Message.Result, nil for nothing: a
+// task's execution at the device, which the message's end shows).
+// It returns PollFailed with the carrier's reason as the error when the
 // task failed: the message is retried like a failed send (TO_RETRY, or
 // DELIVERY_FAILED once its attempts are used up), or fails at once when
 // the reason is permanent (Permanent(err), or a route's permanent pattern).
@@ -99,7 +120,7 @@ type SendResult struct {
 // polled again at the next poll, and the error becomes the message's last
 // error. The reaper polls several tasks at once, as sends run at once.
 type Poller interface {
-	Poll(ctx context.Context, m *Message) (PollResult, error)
+	Poll(ctx context.Context, m *Message) (res PollResult, result map[string]string, err error)
 }
 
 // PollResult is the state of a pulled task.

@@ -152,6 +152,9 @@ type Engine struct {
 	retryPending   chan struct{} // tells the dispatcher to release due retries
 	eventPending   chan struct{} // nudges the outbox
 	inboundPending chan struct{} // nudges the inbox loop
+	pollPending    chan struct{} // nudges the poll loop: a poll ended
+	pullRoutes     []*route      // the routes whose carriers poll their tasks (Poller)
+	polls          pollGate      // the polls running
 	dispatchMu     sync.Mutex    // one dispatch round at a time
 	sends          sync.WaitGroup
 
@@ -197,6 +200,7 @@ func New(cfg Config) (*Engine, error) {
 		retryPending:   make(chan struct{}, 1),
 		eventPending:   make(chan struct{}, 1),
 		inboundPending: make(chan struct{}, 1),
+		pollPending:    make(chan struct{}, 1),
 	}
 	e.store = watchedStore{Store: cfg.Store, e: e}
 	for _, r := range cfg.Routes {
@@ -228,6 +232,9 @@ func New(cfg Config) (*Engine, error) {
 			continue
 		}
 		e.routes[r.Name] = &route{Route: r, classifier: c}
+		if _, ok := r.Carrier.(Poller); ok && r.Carrier.Path() == PathPull {
+			e.pullRoutes = append(e.pullRoutes, e.routes[r.Name])
+		}
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
 			if a.Concurrency > 0 && !a.Timed() && r.Carrier.Path() == PathDirect {
@@ -257,10 +264,12 @@ func New(cfg Config) (*Engine, error) {
 			e.subscribers[i].Types = DefaultEventTypes()
 		}
 		if s.MaxAttempts < 1 {
-			e.subscribers[i].MaxAttempts = 10
+			e.subscribers[i].MaxAttempts = DefaultSubscriberAttempts
 		}
 		if s.Retry.Kind == "" {
-			e.subscribers[i].Retry = RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: 10 * time.Minute, Jitter: 0.2}
+			e.subscribers[i].Retry = DefaultSubscriberRetry
+		} else if err := s.Retry.Validate(); err != nil {
+			return nil, fmt.Errorf("herald: subscriber %s: %w", s.Name, err)
 		}
 	}
 	e.node = e.ids.next(e.clock.Now())
@@ -384,7 +393,7 @@ func (e *Engine) startWhenStored(ctx context.Context) {
 
 // runLoops starts the engine's loops on loopCtx. The caller holds startMu.
 func (e *Engine) runLoops(ctx, loopCtx context.Context) {
-	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
+	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.pollLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
 	if e.keepsLanes() {
 		e.beat(ctx) // before the first claim takes a lane
 		loops = append(loops, e.heartbeatLoop)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,6 +212,15 @@ func TestRoomBackoff(t *testing.T) {
 			if g.body.ID != delivery(t, ev, c.sub.ID) || g.body.EventID != ev.ID || g.body.Room != "orders" || g.body.Attempt != i ||
 				string(g.body.Data) != `{"n":1}` || g.body.Type != "order.created" {
 				t.Errorf("%s send %d: %+v", c.sub.ID, i, g.body)
+			}
+			// The headers say the redeliveries so far and the backoff
+			// waited before this one: the gap since the send before.
+			delay := time.Duration(0)
+			if i > 0 {
+				delay = c.want[i] - c.want[i-1]
+			}
+			if a, d := g.header.Get("X-Herald-Attempt"), g.header.Get("X-Herald-Delivery-Delay-Ms"); a != strconv.Itoa(i) || d != strconv.FormatInt(delay.Milliseconds(), 10) {
+				t.Errorf("%s send %d: X-Herald-Attempt %q, X-Herald-Delivery-Delay-Ms %q; want %d and %d", c.sub.ID, i, a, d, i, delay.Milliseconds())
 			}
 			signed := stdwebhook.Verify([]byte("secret-key-of-24-bytes-at-least"), g.header, g.raw, time.Now(), time.Hour) == nil
 			if signed != (c.sub == double) {

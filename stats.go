@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -112,7 +113,10 @@ const minHealthSample = 20
 
 // Health is the queue's state against the thresholds.
 type Health struct {
-	Status   string   `json:"status"` // healthy, warning or critical
+	Status string `json:"status"` // healthy, warning or critical
+	// Message is a sentence a person reads: "Healthy", or what is wrong
+	// and where to look.
+	Message  string   `json:"message"`
 	Warnings []string `json:"warnings"`
 	Stats
 }
@@ -125,27 +129,60 @@ func (e *Engine) Health(ctx context.Context, tenant string) (Health, error) {
 	}
 	th := e.cfg.Health
 	h := Health{Status: "healthy", Warnings: []string{}, Stats: s}
-	level := func(critical bool, what string) {
+	var sentences []string
+	level := func(critical bool, what, sentence string) {
 		if critical {
 			h.Status = "critical"
 		} else if h.Status == "healthy" {
 			h.Status = "warning"
 		}
 		h.Warnings = append(h.Warnings, what)
+		sentences = append(sentences, sentence)
 	}
 	if why := e.storeFull(); why != "" {
-		level(true, "the store refuses writes for want of room: "+why)
+		level(true, "the store refuses writes for want of room: "+why,
+			"The store refuses writes for want of room ("+why+"): free disk space (SQLite) or memory (Redis); nothing new is stored until then.")
 	}
 	if s.Waiting >= th.QueueDepthWarning {
-		level(s.Waiting >= th.QueueDepthCritical, fmt.Sprintf("queue depth %d", s.Waiting))
+		critical := s.Waiting >= th.QueueDepthCritical
+		level(critical, fmt.Sprintf("queue depth %d", s.Waiting), fmt.Sprintf(
+			"%d messages are waiting to be sent (%s at %d): check that the routes' carriers answer and that no lane is paused or held by its limits.",
+			s.Waiting, severity(critical), threshold(critical, th.QueueDepthWarning, th.QueueDepthCritical)))
 	}
 	if s.DeadLetters >= th.DeadLettersWarning {
-		level(s.DeadLetters >= th.DeadLettersCritical, fmt.Sprintf("dead letters %d", s.DeadLetters))
+		critical := s.DeadLetters >= th.DeadLettersCritical
+		level(critical, fmt.Sprintf("dead letters %d", s.DeadLetters), fmt.Sprintf(
+			"%d messages failed for good (%s at %d): read their last errors in the dead letters, mend the cause (a network server, a device, a payload), then replay them.",
+			s.DeadLetters, severity(critical), threshold(critical, th.DeadLettersWarning, th.DeadLettersCritical)))
 	}
 	if ok, failed := s.ByStatus[StatusDeliverySuccessful], s.ByStatus[StatusDeliveryFailed]; ok+failed >= minHealthSample && s.SuccessRate < th.SuccessRateWarning {
-		level(s.SuccessRate < th.SuccessRateCritical, fmt.Sprintf("success rate %.1f%%", s.SuccessRate*100))
+		critical := s.SuccessRate < th.SuccessRateCritical
+		level(critical, fmt.Sprintf("success rate %.1f%%", s.SuccessRate*100), fmt.Sprintf(
+			"Only %.1f%% of the messages that ended were delivered (%s below %.0f%%): check the carriers' network connectivity.",
+			s.SuccessRate*100, severity(critical), 100*threshold(critical, th.SuccessRateWarning, th.SuccessRateCritical)))
+	}
+	h.Message = "Healthy"
+	if len(sentences) > 0 {
+		h.Message = strings.Join(sentences, " ")
 	}
 	return h, nil
+}
+
+// severity names a threshold passed: critical or warning.
+func severity(critical bool) string {
+	if critical {
+		return "critical"
+	}
+	return "warning"
+}
+
+// threshold returns the threshold passed: critical's when critical, else
+// warning's.
+func threshold[T any](critical bool, warning, criticalAt T) T {
+	if critical {
+		return criticalAt
+	}
+	return warning
 }
 
 // latencyWindow keeps the most recent delivery latencies for percentiles.

@@ -26,6 +26,7 @@ type MessageView struct {
 	ExpiresAt     *time.Time        `json:"expires_at"`
 	ExternalID    string            `json:"external_id"`
 	LastError     string            `json:"last_error"`
+	Result        map[string]string `json:"result,omitempty"` // what the carrier reported beyond delivery (Message.Result)
 	Payload       string            `json:"payload,omitempty"`
 	Text          string            `json:"text,omitempty"`
 	Params        map[string]string `json:"params,omitempty"`
@@ -50,7 +51,7 @@ func (m *Message) View() MessageView {
 		ID: m.ID, Route: m.Route, Target: m.Target, Lane: m.Lane, Status: m.Status,
 		Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, Priority: m.Priority,
 		CorrelationID: m.CorrelationID, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
-		ExternalID: m.ExternalID, LastError: m.LastError, Text: m.Text, Params: m.Params,
+		ExternalID: m.ExternalID, LastError: m.LastError, Result: m.Result, Text: m.Text, Params: m.Params,
 		Timeline: make([]TimelineView, 0, len(m.Timeline)), Deduplicated: m.Deduplicated,
 	}
 	if len(m.Payload) > 0 {
@@ -108,11 +109,23 @@ type EventSink interface {
 type Subscriber struct {
 	Name  string
 	Types []Status // defaults to DefaultEventTypes
+	// Retry spaces the deliveries of one event; zero means
+	// DefaultSubscriberRetry.
 	Retry RetryPolicy
-	// MaxAttempts bounds deliveries of one event; after the last it is dead.
+	// MaxAttempts bounds deliveries of one event; after the last it is
+	// dead. Zero means DefaultSubscriberAttempts.
 	MaxAttempts int
 	Sink        EventSink
 }
+
+// The outcome events' deliveries, unless a subscriber says otherwise: as
+// the original device-messaging system's receivers expect them, 6 in all,
+// the retries after 2, 4, 8, 16 and 32 s (capped at 60 s), no jitter.
+var DefaultSubscriberRetry = RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Minute}
+
+// DefaultSubscriberAttempts is the deliveries of one outcome event a
+// subscriber gets unless it says otherwise.
+const DefaultSubscriberAttempts = 6
 
 // LaneView is the JSON shape of a lane that users read (GET /v1/lanes). A
 // lane is shared by every tenant whose messages take it, so it shows

@@ -18,6 +18,7 @@ import (
 	"github.com/heraldmq/herald/carrier/room"
 	"github.com/heraldmq/herald/carrier/webhook"
 	"github.com/heraldmq/herald/httpapi"
+	"github.com/heraldmq/herald/notify"
 	"github.com/heraldmq/herald/store/sqlite"
 )
 
@@ -99,8 +100,15 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	}
 	routes = append(routes, herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: rc, Policy: roomPolicy})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// An outcome subscriber that never answers: each of its events dies
+	// at its one attempt.
+	gone, err := notify.New("http://127.0.0.1:9/events", nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	s.engine, err = herald.New(herald.Config{
 		Store: s.store, Routes: routes, Logger: logger,
+		Subscribers:  []herald.Subscriber{{Name: "gone", Sink: gone, MaxAttempts: 1}},
 		PollInterval: 10 * time.Millisecond, ReapInterval: 50 * time.Millisecond,
 	})
 	if err != nil {

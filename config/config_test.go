@@ -143,6 +143,10 @@ func TestParseCarrierKeys(t *testing.T) {
 func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 	lorawan, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN)
 	channel, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	classc, _ := herald.ProfilePolicy(herald.ProfileClassC)
+	taskpoll, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
+	no, yes := false, true
+	noJitter := 0.0
 	ptr := func(d time.Duration) *Duration { v := Duration(d); return &v }
 	three, half := 3, 0.25
 
@@ -201,6 +205,19 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 				*p = channel
 				p.Admission.RouteRate = herald.Rate{N: 5, Per: time.Minute}
 			}},
+		{"classc coalesces by target", Route{Carrier: CarrierChirpStack, Profile: "classc"},
+			func(p *herald.Policy) { *p = classc; p.CoalesceByTarget = true }},
+		{"classc with coalesce: false", Route{Carrier: CarrierChirpStack, Profile: "classc", Coalesce: &no},
+			func(p *herald.Policy) { *p = classc; p.CoalesceByTarget = false }},
+		{"coalesce: true on another profile", Route{Carrier: CarrierChirpStack, Coalesce: &yes},
+			func(p *herald.Policy) { *p = lorawan; p.CoalesceByTarget = true }},
+		{"calin: poll_concurrency, first_poll, poll_jitter", Route{Carrier: CarrierCalinV1, PollConcurrency: 256,
+			FirstPoll: ptr(5 * time.Second), PollJitter: &noJitter},
+			func(p *herald.Policy) {
+				*p = taskpoll
+				p.PollConcurrency, p.FirstPoll, p.PollJitter = 256, 5*time.Second, 0
+			}},
+		{"calin: the profile's polls", Route{Carrier: CarrierCalinV2}, func(p *herald.Policy) { *p = taskpoll }},
 		{"circuit off", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}},
 			func(p *herald.Policy) { *p = channel }},
 		{"circuit set", Route{Carrier: CarrierWebhook, Circuit: &Circuit{Failures: 3, CoolDown: Duration(time.Second)}},
@@ -307,6 +324,30 @@ func errorsUnwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
+	}
+}
+
+// TestSubscriberSignatureAndRetry: a subscriber's signature and its retry,
+// over the default (6 deliveries, 2 s doubling to 60 s).
+func TestSubscriberSignatureAndRetry(t *testing.T) {
+	t.Setenv("HOOK_SECRET", "s3cr3t")
+	f, err := Parse([]byte(`
+subscribers:
+  - {url: "http://127.0.0.1:9100/a"}
+  - {url: "http://127.0.0.1:9100/b", secret_env: HOOK_SECRET, signature: hmac-sha256, signature_header: X-Device-Messaging-Signature,
+     signature_prefix: "sha256=", retry: {base: 5s, max: 30s}, max_attempts: 3}
+` + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.Subscribers[0], f.Subscribers[1]
+	if got := a.RetryPolicy(); !reflect.DeepEqual(got, herald.DefaultSubscriberRetry) {
+		t.Errorf("default retry %+v, want %+v", got, herald.DefaultSubscriberRetry)
+	}
+	want := herald.RetryPolicy{Kind: herald.RetryExponential, Base: 5 * time.Second, Multiplier: 2, Max: 30 * time.Second}
+	if got := b.RetryPolicy(); !reflect.DeepEqual(got, want) || b.MaxAttempts != 3 || b.Signature != SignatureHMAC ||
+		b.SignatureHeader != "X-Device-Messaging-Signature" || b.SignaturePrefix != "sha256=" {
+		t.Errorf("subscriber %+v, retry %+v; want hmac-sha256 in X-Device-Messaging-Signature, retry %+v, 3 attempts", b, got, want)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"os"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/heraldmq/herald"
 )
 
 // Defaults of the top-level keys.
@@ -91,8 +93,41 @@ type Subscriber struct {
 	// (lane.circuit_open, lane.circuit_closed); empty means
 	// DELIVERY_SUCCESSFUL, DELIVERY_FAILED, uplink and the lane events.
 	Types []string `yaml:"types"`
-	// MaxAttempts bounds the deliveries of one event; 0 keeps the engine's default.
+	// MaxAttempts bounds the deliveries of one event; 0 keeps the engine's
+	// default (herald.DefaultSubscriberAttempts).
 	MaxAttempts int `yaml:"max_attempts"`
+	// Retry spaces the deliveries of one event, as a route's policy's
+	// retry does, over herald.DefaultSubscriberRetry.
+	Retry *RetryOverrides `yaml:"retry"`
+	// Signature is how bodies are signed with the secret: SignatureStandard
+	// (the default) or SignatureHMAC.
+	Signature string `yaml:"signature"`
+	// SignatureHeader is the header of an hmac-sha256 signature; default
+	// notify.DefaultHMACHeader (X-Signature).
+	SignatureHeader string `yaml:"signature_header"`
+	// SignaturePrefix comes before the hex digest in that header ("" by
+	// default; "sha256=" for receivers that expect it).
+	SignaturePrefix string `yaml:"signature_prefix"`
+}
+
+// The signatures of a subscriber.
+const (
+	// SignatureStandard signs in the Standard Webhooks form (webhook-id,
+	// webhook-timestamp, webhook-signature).
+	SignatureStandard = "standard"
+	// SignatureHMAC puts the hex HMAC-SHA256 of the raw body, under the
+	// secret's bytes as they are, in one header (signature_header).
+	SignatureHMAC = "hmac-sha256"
+)
+
+// RetryPolicy returns the subscriber's retry policy: its retry over
+// herald.DefaultSubscriberRetry.
+func (s Subscriber) RetryPolicy() herald.RetryPolicy {
+	p := herald.DefaultSubscriberRetry
+	if s.Retry != nil {
+		s.Retry.apply(&p)
+	}
+	return p
 }
 
 // Load reads and parses the file at path.

@@ -112,6 +112,9 @@ var routes = []route{
 	{"POST", "/v1/dead-letters/replay", (*api).replayDeadLetters},
 	{"DELETE", "/v1/dead-letters", (*api).purgeDeadLetters},
 
+	{"GET", "/v1/outcome-events", (*api).outcomeEvents},
+	{"POST", "/v1/outcome-events/replay", (*api).replayOutcomeEvents},
+
 	{"POST", "/v1/rooms", (*api).createRoom},
 	{"GET", "/v1/rooms", (*api).listRooms},
 	{"GET", "/v1/rooms/{name}", (*api).getRoom},

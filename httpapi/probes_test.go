@@ -25,6 +25,18 @@ func TestHealthAndStats(t *testing.T) {
 	if _, ok := h["warnings"].([]any); !ok {
 		t.Errorf("health warnings = %v", h["warnings"])
 	}
+	// The message says what is wrong, with the threshold passed, and
+	// where to look.
+	msg, _ := h["message"].(string)
+	for _, want := range []string{"20 messages failed for good (warning at 10)", "dead letters", "replay them",
+		"Only 0.0% of the messages that ended were delivered (critical below 80%)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("health message %q lacks %q", msg, want)
+		}
+	}
+	if h := decode[map[string]any](t, f.do("GET", "/v1/health", keyB, "")); h["status"] != "healthy" || h["message"] != "Healthy" {
+		t.Errorf("B's health = %v, want healthy and the message Healthy", h)
+	}
 	s := decode[herald.Stats](t, f.do("GET", "/v1/stats", keyA, ""))
 	if s.ByStatus[herald.StatusQueued] != 1 || s.DeadLetters != 20 || s.ByRoute["hooks"][herald.StatusDeliveryFailed] != 20 {
 		t.Errorf("stats of A = %+v", s)

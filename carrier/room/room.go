@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -148,7 +149,28 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 	}
 	post := *m
 	post.Payload, post.Text, post.Params = body, "", nil
-	return hook.Send(ctx, &post)
+	return hook.SendWithHeaders(ctx, &post, deliveryHeaders(m))
+}
+
+// The headers of a push delivery that count its redeliveries.
+const (
+	// HeaderAttempt is the redeliveries before this one: 0 on the first
+	// send.
+	HeaderAttempt = "X-Herald-Attempt"
+	// HeaderDelay is the backoff, in milliseconds, that the last failure
+	// computed and that was waited before this redelivery: 0 on the first
+	// send.
+	HeaderDelay = "X-Herald-Delivery-Delay-Ms"
+)
+
+// deliveryHeaders are HeaderAttempt and HeaderDelay of m, a delivery sent
+// at its m.Attempt: its n-th redelivery waited its backoff's After(n).
+func deliveryHeaders(m *herald.Message) http.Header {
+	redeliveries, delay := max(m.Attempt-1, 0), time.Duration(0)
+	if redeliveries > 0 && !m.Backoff.IsZero() {
+		delay = m.Backoff.After(redeliveries)
+	}
+	return http.Header{HeaderAttempt: {strconv.Itoa(redeliveries)}, HeaderDelay: {strconv.FormatInt(delay.Milliseconds(), 10)}}
 }
 
 // stillClaimed returns nil when the store still has m SENT_TO_NS under

@@ -123,10 +123,17 @@ func (c *Carrier) Validate(m *herald.Message) error {
 // Send POSTs m and classifies the answer; see the package comment. ctx bounds
 // the whole exchange.
 func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	return c.SendWithHeaders(ctx, m, nil)
+}
+
+// SendWithHeaders is Send with headers added last, over the carrier's own
+// (the X-Herald- ones included): what a carrier built on this one says of
+// the message in its own terms (a room's delivery: its redeliveries).
+func (c *Carrier) SendWithHeaders(ctx context.Context, m *herald.Message, headers http.Header) (herald.SendResult, error) {
 	if err := c.Validate(m); err != nil {
 		return herald.SendResult{}, herald.Permanent(fmt.Errorf("webhook: %w", err))
 	}
-	req, err := c.request(ctx, m)
+	req, err := c.request(ctx, m, headers)
 	if err != nil {
 		return herald.SendResult{}, herald.Permanent(err)
 	}

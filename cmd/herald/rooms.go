@@ -174,12 +174,13 @@ func subsCommand() *cobra.Command {
 func publishCommand() *cobra.Command {
 	var c clientFlags
 	var data, version, correlation string
+	var subs []string
 	cmd := &cobra.Command{
-		Use:   "publish ROOM TYPE [--data JSON] [--version V] [--correlation-id ID]",
+		Use:   "publish ROOM TYPE [--data JSON] [--version V] [--correlation-id ID] [--subscription ID]...",
 		Short: "Publish an event to a room: one delivery per subscription that takes it",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := client.PublishRequest{Type: args[1], Version: version, CorrelationID: correlation}
+			req := client.PublishRequest{Type: args[1], Version: version, CorrelationID: correlation, Subscriptions: subs}
 			if data != "" {
 				if !json.Valid([]byte(data)) {
 					return fmt.Errorf("--data: not JSON")
@@ -193,6 +194,7 @@ func publishCommand() *cobra.Command {
 	cmd.Flags().StringVar(&data, "data", "", "the event's data, JSON")
 	cmd.Flags().StringVar(&version, "version", "", "the event type's version")
 	cmd.Flags().StringVar(&correlation, "correlation-id", "", "your own id; its deliveries are listed by it")
+	cmd.Flags().StringSliceVar(&subs, "subscription", nil, "deliver to this subscription of the room only, if it takes the event (repeat, or comma-separate, for several)")
 	return cmd
 }
 

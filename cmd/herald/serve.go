@@ -285,7 +285,10 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 	for _, sc := range f.Subscribers {
 		var secret []byte
 		var err error
-		if sc.SecretEnv != "" {
+		switch {
+		case sc.Signature == config.SignatureHMAC:
+			secret = []byte(os.Getenv(sc.SecretEnv)) // the shared secret's bytes, as the receivers key their HMAC
+		case sc.SecretEnv != "":
 			if secret, err = stdwebhook.ParseSecret(os.Getenv(sc.SecretEnv)); err != nil {
 				return nil, fmt.Errorf("subscriber %s: %s: %w", httpsend.RedactString(sc.URL), sc.SecretEnv, err)
 			}
@@ -293,6 +296,9 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 		sink, err := notify.New(sc.URL, secret, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("subscriber %s: %w", httpsend.RedactString(sc.URL), err)
+		}
+		if sc.Signature == config.SignatureHMAC {
+			sink.HMAC(sc.SignatureHeader, sc.SignaturePrefix)
 		}
 		var types []herald.Status
 		for _, t := range sc.Types {
@@ -302,7 +308,7 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 			}
 			types = append(types, st)
 		}
-		subs = append(subs, herald.Subscriber{Name: sc.Name, Types: types, MaxAttempts: sc.MaxAttempts, Sink: sink})
+		subs = append(subs, herald.Subscriber{Name: sc.Name, Types: types, Retry: sc.RetryPolicy(), MaxAttempts: sc.MaxAttempts, Sink: sink})
 	}
 	return subs, nil
 }

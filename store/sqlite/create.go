@@ -19,6 +19,10 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	if err != nil {
 		return nil, false, wrap("create", err)
 	}
+	result, err := encodeParams(msg.Result)
+	if err != nil {
+		return nil, false, wrap("create", err)
+	}
 	var (
 		stored    *herald.Message
 		created   bool
@@ -44,7 +48,7 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 				return err
 			}
 		}
-		if err := tx.insert(&msg, params); err != nil {
+		if err := tx.insert(&msg, params, result); err != nil {
 			return err
 		}
 		stored, created = &msg, true
@@ -69,11 +73,12 @@ func (tx *wtx) findIdempotent(m *herald.Message) (*herald.Message, error) {
 	return prev, err
 }
 
-// findDuplicate returns the latest message, with its timeline, that has
-// m's tenant, route and dedup key and reached DELIVERY_SUCCESSFUL at or
-// after since, or nil.
+// findDuplicate returns the last message sent to m's target (same tenant
+// and route), with its timeline, when it has m's dedup key, was sent at or
+// after since, is the last created for the target and did not fail; or
+// nil (see the last_sent table).
 func (tx *wtx) findDuplicate(m *herald.Message, since time.Time) (*herald.Message, error) {
-	prev, err := scanWithTimeline(tx.st.findDuplicate.QueryRow(m.Tenant, m.Route, m.DedupKey, unixms.From(since)))
+	prev, err := scanWithTimeline(tx.st.findDuplicate.QueryRow(m.Tenant, m.Route, m.Target, m.DedupKey, unixms.From(since)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -99,8 +104,9 @@ func (tx *wtx) coalesce(m *herald.Message, notify []string) (int, error) {
 	return len(olds), nil
 }
 
-// insert stores m with its timeline, the creation entry.
-func (tx *wtx) insert(m *herald.Message, params string) error {
+// insert stores m with its timeline, the creation entry; params and
+// result are its Params and Result encoded (encodeParams).
+func (tx *wtx) insert(m *herald.Message, params, result string) error {
 	gated, ordered := tx.gated(m.Route), tx.rules[m.Route].Ordered
 	if m.Pull {
 		gated, ordered = gatedPull, false
@@ -109,7 +115,7 @@ func (tx *wtx) insert(m *herald.Message, params string) error {
 		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID, m.DedupKey,
 		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, unixms.From(m.CreatedAt),
 		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease, m.TraceParent,
-		gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), ordered)
+		result, gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), ordered)
 	if err == nil && gated == gatedKept && m.Status == herald.StatusQueued {
 		tx.kept.changed(herald.LaneRef{Route: m.Route, Lane: m.Lane}, 0, 1, &keptKey{prio: int64(m.Priority), id: m.ID})
 	}

@@ -20,6 +20,7 @@ type writeStmts struct {
 	pruneLanes, pruneBuckets              *sql.Stmt
 	claimEvents, deleteEvent, retryEvent  *sql.Stmt
 	insertDataEvent                       *sql.Stmt
+	pruneLastSent                         *sql.Stmt
 
 	// The inbox's (inbox.go).
 	addInbound, claimInbound, deleteInbound, laterInbound *sql.Stmt
@@ -57,6 +58,7 @@ type readStmts struct {
 	all []*sql.Stmt
 
 	get, byIDs, findExternal, activeRoutes, counts, overdue *sql.Stmt
+	duePolls                                                *sql.Stmt
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, lanesInFlight *sql.Stmt
@@ -98,10 +100,14 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
 		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, ordered)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
-		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages INDEXED BY messages_dedup
-			WHERE tenant = +? AND route = +? AND dedup_key = +? AND dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL' AND updated_at >= ?
-			ORDER BY updated_at DESC LIMIT 1`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
+		// The last message sent to the target (?1, ?2, ?3) when it has the
+		// dedup key ?4, was sent at or after ?5, is the last created for
+		// the target and did not fail.
+		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages
+			WHERE id = (SELECT sent_id FROM last_sent WHERE tenant = ?1 AND route = ?2 AND target = ?3
+					AND hash = ?4 AND sent_id = newest_id AND sent_at >= ?5)
+				AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED'`},
 		// Event ids are made of the message id and seq, so a subscriber
 		// named twice in one Notify gets one event.
 		{&st.insertEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error)
@@ -117,12 +123,14 @@ func (st *writeStmts) defs() []stmtDef {
 		// ?16 sets gated again from the gated routes ?17 (a replay), and
 		// ordered from the ordered routes ?18, but for a pull message's. A change of status (?13) counts in seq,
 		// sets updated_at and appends its timeline entry: the new attempt
-		// followed by the entry's tail (?14).
+		// followed by the entry's tail (?14). ?20 replaces the result, which
+		// a replay (?8) clears otherwise.
 		{&st.transition, `UPDATE messages SET
 				status = ?1, due_at = ?3, deadline = ?4,
 				expires_at = CASE WHEN ?5 != 0 THEN ?5 ELSE expires_at END,
 				external_id = CASE WHEN ?6 != '' THEN ?6 ELSE external_id END,
 				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
+				result = CASE WHEN ?20 != '' THEN ?20 WHEN ?8 THEN '' ELSE result END,
 				attempt = CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
 				gated = CASE WHEN ?16 AND gated != 2 THEN ` + gatedCase("?17", "?19") + ` ELSE gated END,
@@ -165,6 +173,8 @@ func (st *writeStmts) defs() []stmtDef {
 			WHERE id = ?1 AND status = 'DELIVERED_TO_NS' AND lease = ?2 AND due_at = ?3`},
 		{&st.settledInbound, `INSERT OR IGNORE INTO inbox_done (id, at) SELECT id, at FROM inbox WHERE id = ?`},
 		{&st.deleteInbound, `DELETE FROM inbox WHERE id = ?`},
+		{&st.pruneLastSent, `DELETE FROM last_sent WHERE (tenant, route, target) IN (
+				SELECT tenant, route, target FROM last_sent INDEXED BY last_sent_touched WHERE touched_at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.pruneInboxDone, `DELETE FROM inbox_done WHERE id IN (
 				SELECT id FROM inbox_done INDEXED BY inbox_done_at WHERE at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.laterInbound, `UPDATE inbox SET due_at = ?2 WHERE id = ?1`},
@@ -339,10 +349,10 @@ func (st *readStmts) defs() []stmtDef {
 				SELECT id FROM (SELECT id FROM messages INDEXED BY messages_inflight
 					WHERE ` + inFlightSQL + ` AND deadline > 0 AND deadline <= ?1 LIMIT CAST(?2 AS INTEGER))
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_expiry
-					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT CAST(?2 AS INTEGER))
-				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
-					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
+					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
+		{&st.duePolls, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_poll
+			WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 ORDER BY due_at LIMIT CAST(?2 AS INTEGER)`},
 		{&st.laneCircuit, `SELECT failures, circuit FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane

@@ -642,35 +642,6 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	t.Run("Dedup", func(t *testing.T) {
-		h := open(t)
-		first := newMessage("d")
-		first.DedupKey = "hash-1"
-		h.create(first)
-		h.walk(first.ID, at(time.Minute), herald.StatusQueued, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
-		twin := func(tenant string) *herald.Message {
-			m := newMessage("d")
-			m.DedupKey, m.Tenant = "hash-1", tenant
-			return m
-		}
-		stored, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{DedupSince: at(time.Minute)})
-		if errors.Is(err, errors.ErrUnsupported) {
-			t.Skipf("Create with a dedup window: %v", err)
-		}
-		if err != nil || created || stored == nil || stored.ID != first.ID {
-			t.Fatalf("Create of a twin within the window = %v, created %v, %v; want the delivered %s", stored, created, err, first.ID)
-		}
-		if _, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{DedupSince: at(time.Minute + time.Millisecond)}); err != nil || !created {
-			t.Errorf("Create of a twin after the window: created %v, %v; want a new message", created, err)
-		}
-		if _, created, err := h.s.Create(h.ctx, twin("globex"), herald.CreateOptions{DedupSince: t0}); err != nil || !created {
-			t.Errorf("Create of another tenant's twin: created %v, %v; want a new message", created, err)
-		}
-		if _, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{}); err != nil || !created {
-			t.Errorf("Create of a twin with no window: created %v, %v; want a new message", created, err)
-		}
-	})
-
 	eachKeeper(t, "Circuit", func(t *testing.T, keep keeper) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{

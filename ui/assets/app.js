@@ -224,6 +224,7 @@
   function renderOverview(h, lanes) {
     $('#health').dataset.state = h.status;
     $('#health-status').textContent = h.status;
+    $('#health-message').textContent = h.message;
     const warnings = h.warnings || [];
     fill($('#health-warnings'), JSON.stringify(warnings),
       warnings.length ? warnings.map((w) => el('li', { text: w })) : [el('li', { text: 'No warnings.' })]);
@@ -609,6 +610,60 @@
     return p;
   }
 
+  // ---- Dead outcome events -----------------------------------------------
+
+  function outcomeEvents() {
+    let list = [];
+    let cursor = '';
+    let paged = false;
+    const render = () => {
+      fill($('#ev-list tbody'), JSON.stringify(list), list.length ? list.map((e) => el('tr', { 'data-id': e.id },
+        el('td', { class: 'mono', text: e.id }), el('td', { text: e.subscriber }), el('td', {}, badge(e.type)),
+        el('td', {}, e.message_id ? msgLink(e.message_id) : ''), el('td', {}, timeEl(e.at)),
+        el('td', { class: 'num', text: fmtNum(e.attempts) }), el('td', { class: 'err', text: e.last_error }),
+        el('td', {}, el('button', { type: 'button', class: 'small', 'data-key': `replay:${e.id}`, 'aria-label': `Replay ${e.id}`, text: 'Replay',
+          onclick: () => replay({ ids: [e.id] }, 'the event') })))) : [emptyRow(8, 'No dead outcome events.')]);
+      $('#ev-summary').textContent = `${list.length} dead outcome event${list.length === 1 ? '' : 's'}${cursor ? '; more below' : ''}.`;
+      $('#ev-more').hidden = !cursor;
+    };
+    const p = poller(async (live) => {
+      if (paged) return;
+      const res = await api('GET', '/v1/outcome-events?status=dead&limit=200');
+      if (!live() || paged) return;
+      list = res.events;
+      cursor = res.next_cursor;
+      render();
+    }, 5000);
+    const reload = () => { paged = false; return p.refresh(); };
+    $('#ev-more').onclick = async () => {
+      try {
+        const res = await api('GET', `/v1/outcome-events?status=dead&limit=200&cursor=${enc(cursor)}`);
+        paged = true;
+        list = list.concat(res.events);
+        cursor = res.next_cursor;
+        render();
+      } catch (e) { flash(e.message, 'error'); }
+    };
+    async function replay(body, what) {
+      try {
+        const res = await api('POST', '/v1/outcome-events/replay', body);
+        flash(`Sent ${what} again: ${res.replayed} event${res.replayed === 1 ? '' : 's'}.`);
+      } catch (e) {
+        flash(`Could not replay: ${e.message}`, 'error');
+      }
+      await reload();
+    }
+    $('#ev-replay-all').onclick = async () => {
+      const ok = await confirmDialog({
+        title: 'Replay every dead outcome event?',
+        text: 'Every dead outcome event about your messages is sent again at once, each with its subscriber\'s attempts afresh.',
+        yes: 'Replay them', no: 'Cancel',
+      });
+      if (ok) await replay({}, 'every dead outcome event');
+    };
+    return p;
+  }
+
   // ---- Charts ------------------------------------------------------------
 
   function charts() {
@@ -720,6 +775,7 @@
     messages: { view: messages, title: 'Messages', nav: 'messages' },
     message: { view: message, title: 'Message', nav: 'messages' },
     'dead-letters': { view: deadLetters, title: 'Dead letters', nav: 'dead-letters' },
+    'outcome-events': { view: outcomeEvents, title: 'Outcome events', nav: 'outcome-events' },
     charts: { view: charts, title: 'Charts', nav: 'charts' },
   };
   let current = null;
