@@ -417,6 +417,9 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "expired",
 			LastError: "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)}, true, outcomeOther
 	}
+	if err := e.fillEventData(ctx, m); err != nil { // a room's delivery: its event's data
+		return e.failure(r, m, fmt.Errorf("read the event's data: %w", err), "send failed"), true, outcomeOther
+	}
 	bound := r.Policy.Timeouts.Accept
 	if sc, ok := r.Carrier.(SlowCaller); ok {
 		bound = max(bound, sc.CallTimeout())

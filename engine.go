@@ -121,10 +121,11 @@ type Engine struct {
 	// timed is whether any of them limits its lanes over time (Timed).
 	admission    map[string]Admission
 	timed        bool
-	node         string    // names this engine in its claims (Claim.Node)
-	admissionSet bool      // the store has it; guarded by startMu
-	tallies      *tallies  // what this process counted, by tenant (Stats, Activity)
-	rooms        roomCache // the rooms published to, with their subscriptions
+	node         string         // names this engine in its claims (Claim.Node)
+	admissionSet bool           // the store has it; guarded by startMu
+	tallies      *tallies       // what this process counted, by tenant (Stats, Activity)
+	rooms        roomCache      // the rooms published to, with their subscriptions
+	eventData    eventDataCache // the data of room events, for their deliveries (eventdata.go)
 
 	slots        chan struct{}         // one token per carrier call in flight
 	pending      chan struct{}         // one token per claimed message not yet recorded

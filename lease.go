@@ -48,6 +48,11 @@ func (e *Engine) Pull(ctx context.Context, tenant, id string, max int, lease tim
 	for _, m := range msgs {
 		e.transitioned(m, StatusQueued, StatusSentToNS)
 	}
+	// Leased already: should the events' data not be read, the leases run
+	// out and the deliveries come back.
+	if err := e.fillEventData(ctx, msgs...); err != nil {
+		return nil, err
+	}
 	return msgs, nil
 }
 

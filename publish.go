@@ -47,6 +47,9 @@ func (e *Engine) Publish(ctx context.Context, tenant, room string, req PublishRe
 	if !json.Valid(req.Data) {
 		return nil, Invalid("data", "is not JSON")
 	}
+	if len(req.Data) > MaxEventDataBytes {
+		return nil, Invalid("data", "%d bytes: at most %d", len(req.Data), MaxEventDataBytes)
+	}
 	if err := checkNamedSubscriptions(req.Subscriptions); err != nil {
 		return nil, err
 	}
@@ -71,6 +74,7 @@ func (e *Engine) Publish(ctx context.Context, tenant, room string, req PublishRe
 		err = e.store.Publish(ctx, Publication{Event: *ev, Revision: entry.room.Revision, Deliveries: msgs})
 		switch {
 		case err == nil:
+			e.eventData.put(ev.ID, string(ev.Data)) // its deliveries' next sends are this node's, likely
 			for _, m := range msgs {
 				e.transitioned(m, "", StatusQueued)
 			}
@@ -104,7 +108,9 @@ func (e *Engine) fanOut(ctx context.Context, entry *roomEntry, req PublishReques
 	if req.Version != "" {
 		params["version"] = req.Version
 	}
-	m0 := Message{Tenant: room.Tenant, Route: RoomRoutePrefix + room.Name, Text: string(req.Data), Params: params,
+	// The data is the event's, stored once: each delivery names the event
+	// (eventdata.go).
+	m0 := Message{Tenant: room.Tenant, Route: RoomRoutePrefix + room.Name, Params: params,
 		CorrelationID: req.CorrelationID, Status: StatusQueued, CreatedAt: now, UpdatedAt: now, DueAt: now}
 	if room.Expiration > 0 {
 		m0.ExpiresAt = now.Add(room.Expiration)

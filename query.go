@@ -17,7 +17,7 @@ func (e *Engine) Get(ctx context.Context, tenant, id string) (*Message, error) {
 	if m.Tenant != tenant {
 		return nil, ErrNotFound
 	}
-	return m, nil
+	return m, e.fillEventData(ctx, m)
 }
 
 // List returns tenant's messages matching q, newest first, and the next cursor.
@@ -26,7 +26,11 @@ func (e *Engine) List(ctx context.Context, tenant string, q Query) ([]*Message, 
 		return nil, "", Invalid("cursor", "not a cursor this API gave: pass next_cursor from the previous page as it is")
 	}
 	q.Tenant = tenant
-	return e.store.List(ctx, q)
+	msgs, next, err := e.store.List(ctx, q)
+	if err == nil {
+		err = e.fillEventData(ctx, msgs...)
+	}
+	return msgs, next, err
 }
 
 // Cancel moves tenant's QUEUED or TO_RETRY message to CANCELLED. Any other

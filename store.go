@@ -144,7 +144,9 @@ type Store interface {
 	Purge(ctx context.Context, q PurgeQuery) (int, error)
 
 	// Prune deletes up to limit terminal messages last updated before
-	// before, up to limit room events published before before, and up to
+	// before, up to limit room events published before before none of
+	// whose deliveries is active (a delivery reads its event's data when
+	// it is sent), and up to
 	// limit ids of settled inbox events received before before (see
 	// SettleInbound), and returns how many of the three. It may also
 	// forget the state of lanes without messages whose spacing, pause and

@@ -136,6 +136,9 @@ func (c *Carrier) CheckURL(rawURL string) error {
 // comment). A subscription that is gone, or that is not a push
 // subscription, fails it at once.
 func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	if m.Text == "" { // the engine gives a delivery its event's data; none: the event is gone
+		return herald.SendResult{}, herald.Permanent(fmt.Errorf("room: delivery %s: its event %s is gone, and its data with it", m.ID, m.Params["event_id"]))
+	}
 	hook, err := c.hook(ctx, m.Target)
 	if err != nil {
 		return herald.SendResult{}, err

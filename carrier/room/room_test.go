@@ -181,3 +181,25 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestSendWithoutTheEventsData: a delivery the engine gave no data (its
+// event is gone) fails for good, and nothing is posted.
+func TestSendWithoutTheEventsData(t *testing.T) {
+	posts := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts++ }))
+	defer srv.Close()
+	st := &store{
+		subs:       map[string]*herald.Subscription{"s1": {ID: "s1", Type: herald.SubscriptionPush, URL: srv.URL}},
+		deliveries: map[string]*herald.Message{"m1": {ID: "m1", Status: herald.StatusSentToNS, Lease: 7}},
+	}
+	c, err := New(Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &herald.Message{ID: "m1", Route: "room:orders", Target: "s1", Status: herald.StatusSentToNS, Lease: 7, Attempt: 1,
+		Params: map[string]string{"event_id": "e1", "type": "order.created"}}
+	var perm *herald.PermanentError
+	if _, err := c.Send(t.Context(), m); !errors.As(err, &perm) || posts != 0 {
+		t.Fatalf("Send without data: %v, %d posts; want a permanent error, none", err, posts)
+	}
+}

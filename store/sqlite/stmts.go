@@ -147,8 +147,13 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.prune, `DELETE FROM messages WHERE id IN (
 				SELECT id FROM messages INDEXED BY messages_done
 				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))`},
+		// An event goes once none of its deliveries is active: they read
+		// its data when they are sent (the engine's eventdata.go).
 		{&st.pruneEvents, `DELETE FROM room_events WHERE id IN (
-				SELECT id FROM room_events INDEXED BY room_events_created WHERE created_at < ? LIMIT CAST(? AS INTEGER))`},
+				SELECT e.id FROM room_events e INDEXED BY room_events_created WHERE e.created_at < ?
+					AND NOT EXISTS (SELECT 1 FROM json_each(e.deliveries) d JOIN messages m ON m.id = d.value ->> 1
+						WHERE m.status NOT IN ('DELIVERY_SUCCESSFUL', 'DELIVERY_FAILED', 'CANCELLED'))
+				LIMIT CAST(? AS INTEGER))`},
 		// A lane with no message and nothing of its times after ?1: a row
 		// made again by the triggers holds the same, but for its circuit's
 		// state, which goes once its last failure is before ?1 too.
