@@ -92,6 +92,15 @@ type ContentHasher interface {
 	ContentHash(m *Message) string
 }
 
+// URLChecker is implemented by the carrier of the rooms' deliveries (the
+// prefix route RoomRoutePrefix) when it keeps to a policy of the
+// addresses it may reach: CreateSubscription asks it about each push
+// subscription's URL, and refuses the subscription (an *InvalidError
+// naming url) when it answers an error.
+type URLChecker interface {
+	CheckURL(rawURL string) error
+}
+
 // SendResult is what a carrier says when it accepts a message.
 type SendResult struct {
 	ExternalID string

@@ -266,7 +266,7 @@ func (e *Engine) claimMessages(ctx context.Context, limit, gated int, kept keptB
 	}
 	for _, m := range msgs {
 		e.pending <- struct{}{}
-		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
+		e.transitioned(m, StatusQueued, StatusSentToNS)
 	}
 	return msgs, nil
 }

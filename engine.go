@@ -121,9 +121,9 @@ type Engine struct {
 	// timed is whether any of them limits its lanes over time (Timed).
 	admission    map[string]Admission
 	timed        bool
-	node         string // names this engine in its claims (Claim.Node)
-	admissionSet bool   // the store has it; guarded by startMu
-	latencies    latencyWindow
+	node         string         // names this engine in its claims (Claim.Node)
+	admissionSet bool           // the store has it; guarded by startMu
+	tallies      *tallies       // what this process counted, by tenant (Stats, Activity)
 	rooms        roomCache      // the rooms published to, with their subscriptions
 	eventData    eventDataCache // the data of room events, for their deliveries (eventdata.go)
 
@@ -186,7 +186,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	setDefaults(&cfg)
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: newCountingObserver(cfg.Observer, cfg.Clock),
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: cfg.Observer, tallies: newTallies(cfg.Clock),
 		routes:         make(map[string]*route, len(cfg.Routes)),
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
 		defaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
@@ -537,11 +537,11 @@ func (e *Engine) transition(ctx context.Context, m *Message, t Transition) error
 	if t.To == t.From {
 		return nil
 	}
-	e.obs.Transitioned(m.Route, t.From, t.To)
+	e.transitioned(m, t.From, t.To)
 	if t.To == StatusDeliverySuccessful {
 		lat := t.At.Sub(m.CreatedAt)
 		e.obs.Delivered(m.Route, lat)
-		e.latencies.add(lat)
+		e.tallies.delivered(m.Tenant, lat)
 	}
 	if len(t.Notify) > 0 {
 		e.nudge(e.eventPending)

@@ -76,7 +76,7 @@ func (e *Engine) Publish(ctx context.Context, tenant, room string, req PublishRe
 		case err == nil:
 			e.eventData.put(ev.ID, string(ev.Data)) // its deliveries' next sends are this node's, likely
 			for _, m := range msgs {
-				e.obs.Transitioned(m.Route, "", StatusQueued)
+				e.transitioned(m, "", StatusQueued)
 			}
 			if len(msgs) > 0 {
 				e.nudge(e.wake)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,10 +31,15 @@ func roomRig(t *testing.T) *rig {
 	return newRigWith(t, func(c *herald.Config) { c.Routes = append(c.Routes, roomRoute(t, c.Store)) }, nil)
 }
 
-// roomRoute is the route of the rooms' deliveries on store.
+// loopback allows the rooms' carrier to reach the tests' endpoints, on
+// this machine's loopback addresses.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// roomRoute is the route of the rooms' deliveries on store, allowed to
+// reach the loopback addresses.
 func roomRoute(t *testing.T, store herald.Store) herald.Route {
 	t.Helper()
-	c, err := room.New(room.Config{Store: store})
+	c, err := room.New(room.Config{Store: store, Allow: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}

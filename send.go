@@ -114,14 +114,16 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	}
 	switch {
 	case created:
-		e.obs.Transitioned(m.Route, "", StatusQueued)
+		e.transitioned(m, "", StatusQueued)
 		for range coalesced {
 			e.obs.Problem(problemCoalesced)
 		}
+		e.tallies.coalescedMessages(tenant, coalesced)
 		e.nudge(e.wake)
 	case m.IdempotencyKey == "" || stored.IdempotencyKey != m.IdempotencyKey:
 		stored.Deduplicated = true
 		e.obs.Problem(problemDeduplicated)
+		e.tallies.deduplicatedSend(tenant)
 	}
 	e.traceSent(ctx, stored, created)
 	return stored, created, nil
@@ -131,9 +133,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 // that coalesces by target (Policy.CoalesceByTarget) and that names none.
 func targetCoalesceKey(target string) string { return "target:" + target }
 
-// The Problem kinds that Stats counts: a send answered with an earlier
-// delivered twin, and a waiting message cancelled by a newer one with its
-// coalesce key.
+// The Problem kinds of a send answered with an earlier delivered twin,
+// and of a waiting message cancelled by a newer one with its coalesce
+// key, which Stats counts too.
 const (
 	problemDeduplicated = "deduplicated"
 	problemCoalesced    = "coalesced"

@@ -6,16 +6,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/heraldmq/herald/clock"
 )
 
 // Stats summarises a tenant's messages. The counts by status and route,
-// the oldest waiting and the success rate are the tenant's, read from the
-// store; the latencies and the Counters are the whole engine's (every
-// tenant), kept in memory by this process since it started.
+// the oldest waiting and the success rate are read from the store; the
+// latencies and the Counters are kept in memory by this process since it
+// started. All of them are the tenant's own, or every tenant's for the
+// empty tenant.
 type Stats struct {
 	ByStatus map[Status]int            `json:"by_status"`
 	ByRoute  map[string]map[Status]int `json:"by_route"`
@@ -31,9 +29,9 @@ type Stats struct {
 }
 
 // Counters count what the engine did since it started: in memory, like
-// the latency window, so a restart sets them to zero; of every tenant and
-// route; and of this process only (each node sharing a store counts its
-// own).
+// the latency window, so a restart sets them to zero; of one tenant (or
+// every tenant) and every route; and of this process only (each node
+// sharing a store counts its own).
 type Counters struct {
 	// Enqueued counts the messages Send created (not a replay, not an
 	// idempotent repeat, not a duplicate).
@@ -88,64 +86,11 @@ func (e *Engine) Stats(ctx context.Context, tenant string) (Stats, error) {
 	}
 	s.DeadLetters = failed
 	s.Waiting = s.ByStatus[StatusQueued] + s.ByStatus[StatusToRetry]
-	p50, p99 := e.latencies.percentiles()
+	t := e.tallies.read(tenant)
+	p50, p99 := t.latencies.percentiles()
 	s.LatencyP50MS, s.LatencyP99MS = float64(p50)/float64(time.Millisecond), float64(p99)/float64(time.Millisecond)
-	if c, ok := e.obs.(*countingObserver); ok {
-		s.Counters = c.counters()
-	}
+	s.Counters = t.counters()
 	return s, nil
-}
-
-// countingObserver keeps the engine's Counters and its Activity (see
-// activity.go) from what the engine tells its Observer, and passes
-// everything on to the configured one.
-type countingObserver struct {
-	Observer
-	enqueued, succeeded, retried, deadLettered, deduplicated, coalesced atomic.Int64
-	activity                                                            activityLog
-}
-
-func newCountingObserver(o Observer, clk clock.Clock) *countingObserver {
-	c := &countingObserver{Observer: o}
-	c.activity.clock = clk
-	return c
-}
-
-// Transitioned counts a creation (from "" to QUEUED), a success, a retry
-// and a dead letter.
-func (c *countingObserver) Transitioned(route string, from, to Status) {
-	switch {
-	case from == "" && to == StatusQueued:
-		c.enqueued.Add(1)
-	case to == StatusDeliverySuccessful:
-		c.succeeded.Add(1)
-	case to == StatusToRetry:
-		c.retried.Add(1)
-	case to == StatusDeliveryFailed:
-		c.deadLettered.Add(1)
-	}
-	c.activity.transitioned(to)
-	c.Observer.Transitioned(route, from, to)
-}
-
-// Problem counts a deduplicated send and a coalesced message (Send
-// reports them as problems of kind problemDeduplicated and
-// problemCoalesced).
-func (c *countingObserver) Problem(kind string) {
-	switch kind {
-	case problemDeduplicated:
-		c.deduplicated.Add(1)
-	case problemCoalesced:
-		c.coalesced.Add(1)
-	}
-	c.Observer.Problem(kind)
-}
-
-func (c *countingObserver) counters() Counters {
-	return Counters{
-		Enqueued: c.enqueued.Load(), Succeeded: c.succeeded.Load(), Retried: c.retried.Load(),
-		DeadLettered: c.deadLettered.Load(), Deduplicated: c.deduplicated.Load(), Coalesced: c.coalesced.Load(),
-	}
 }
 
 // HealthThresholds are the warning and critical levels of Health.

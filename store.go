@@ -96,9 +96,11 @@ type Store interface {
 	// the one every later message of the target waits behind.
 	FirstActive(ctx context.Context, route, target string) (string, error)
 
-	// Lanes returns up to limit lanes of gated routes (of route only, when
-	// it is not empty), busiest first: by queued plus in flight.
-	Lanes(ctx context.Context, route string, limit int) ([]LaneState, error)
+	// Lanes returns up to q.Limit lanes of gated routes (of q.Route only,
+	// when it is not empty), busiest first: by queued plus in flight. With
+	// q.Tenant, only the lanes that hold messages of that tenant, queued
+	// or in flight, whose Queued and InFlight are that tenant's alone.
+	Lanes(ctx context.Context, q LaneQuery) ([]LaneState, error)
 
 	// Release moves up to limit TO_RETRY messages whose DueAt <= now back to
 	// QUEUED and returns how many moved.
@@ -364,6 +366,17 @@ type Query struct {
 	Since, Until time.Time
 	Limit        int    // defaults to 100
 	Cursor       string // from the previous page
+}
+
+// LaneQuery selects the lanes of Store.Lanes and Engine.Lanes.
+type LaneQuery struct {
+	// Route is the gated route whose lanes are wanted; "" for every one.
+	Route string
+	// Tenant, when not empty, keeps the lanes that hold messages of this
+	// tenant, and counts its messages only.
+	Tenant string
+	// Limit bounds the lanes returned.
+	Limit int
 }
 
 // PurgeQuery selects dead letters for Store.Purge.

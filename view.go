@@ -129,13 +129,14 @@ const DefaultSubscriberAttempts = 6
 
 // LaneView is the JSON shape of a lane that users read (GET /v1/lanes). A
 // lane is shared by every tenant whose messages take it, so it shows
-// counts only: in_flight is a number, never the ids, which may be other
-// tenants' messages.
+// counts only: in_flight is a number, never the ids. A tenant is shown
+// only the lanes that hold its messages, counting those alone.
 type LaneView struct {
 	Route  string `json:"route"`
 	Lane   string `json:"lane"`
 	Queued int    `json:"queued"`
-	// InFlight counts the lane's messages in flight, of every tenant.
+	// InFlight counts the lane's messages in flight: the tenant's, or every
+	// tenant's for an operator.
 	InFlight int `json:"in_flight"`
 	// PausedUntil and PauseReason say until when and why the lane is
 	// paused (backpressure, circuit_open, ...); null and "" when it is not.

@@ -481,6 +481,17 @@ func TestErrorsCarryTheCode(t *testing.T) {
 	_, err = other.Cancel(ctx, m.ID)
 	wantAPIError(t, err, http.StatusNotFound, client.CodeNotFound)
 
+	// A read-only key reads, and changes nothing.
+	reader := newClient(t, s.URL, keyReader)
+	if _, err := reader.Get(ctx, m.ID); err != nil {
+		t.Errorf("a read-only key's Get: %v", err)
+	}
+	_, err = reader.Cancel(ctx, m.ID)
+	wantAPIError(t, err, http.StatusForbidden, client.CodeForbidden)
+	if !client.IsForbidden(err) || client.IsUnauthorized(err) {
+		t.Errorf("a read-only key's Cancel: IsForbidden %v, IsUnauthorized %v", client.IsForbidden(err), client.IsUnauthorized(err))
+	}
+
 	// A wrong key and no key.
 	for _, key := range []string{"wrong", ""} {
 		_, err = newClient(t, s.URL, key).Get(ctx, m.ID)

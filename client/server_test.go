@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,6 +26,8 @@ import (
 const (
 	keyAcme  = "key-acme"
 	keyOther = "key-other"
+	// keyReader is acme's read-only key.
+	keyReader = "key-reader"
 )
 
 // The routes of the test server. Each is a webhook to the same endpoint,
@@ -84,9 +87,10 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 		}
 		routes = append(routes, herald.Route{Name: r.name, Carrier: c, Policy: r.policy})
 	}
-	// The rooms' deliveries: a push subscription to the endpoint is
-	// accepted (its target, the subscription's id, is no refusal).
-	rc, err := room.New(room.Config{Store: s.store})
+	// The rooms' deliveries: a push subscription to the endpoint, on a
+	// loopback address the egress policy is told to allow, is accepted
+	// (its target, the subscription's id, is no refusal).
+	rc, err := room.New(room.Config{Store: s.store, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +120,8 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	}
 	var h http.Handler = httpapi.New(httpapi.Config{
 		Engine: s.engine, Logger: logger,
-		Keys: map[string]string{keyAcme: "acme", keyOther: "other"},
+		Keys:  map[string]string{keyAcme: "acme", keyOther: "other", keyReader: "acme"},
+		Roles: map[string]httpapi.Role{keyReader: httpapi.RoleRead},
 	})
 	if wrap != nil {
 		h = wrap(h)

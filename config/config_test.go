@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -346,5 +348,61 @@ subscribers:
 	if got := b.RetryPolicy(); !reflect.DeepEqual(got, want) || b.MaxAttempts != 3 || b.Signature != SignatureHMAC ||
 		b.SignatureHeader != "X-Device-Messaging-Signature" || b.SignaturePrefix != "sha256=" {
 		t.Errorf("subscriber %+v, retry %+v; want hmac-sha256 in X-Device-Messaging-Signature, retry %+v, 3 attempts", b, got, want)
+	}
+}
+
+// TestEgressAllow reads egress.allow's networks and single addresses as
+// prefixes, in canonical form.
+func TestEgressAllow(t *testing.T) {
+	f, err := Parse([]byte("egress: {allow: [10.20.1.2/16, 127.0.0.1, \"::1\", \"fd00::/8\"]}\n" + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.AllowedPrefixes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.20.0.0/16", "127.0.0.1/32", "::1/128", "fd00::/8"}
+	if len(got) != len(want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("allow[%d] = %v, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+// TestRolesAndMetricsKey reads each key's role, write when it names none,
+// and the metrics key from its variable.
+func TestRolesAndMetricsKey(t *testing.T) {
+	t.Setenv("HERALD_TEST_METRICS_KEY", "scrape")
+	f, err := Parse([]byte(`api_keys: [{key: w, tenant: a}, {key: r, tenant: a, role: read}, {key: x, tenant: ops, role: admin}]
+metrics: {key_env: HERALD_TEST_METRICS_KEY}
+` + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := f.Roles()
+	if err != nil || roles["w"] != RoleWrite || roles["r"] != RoleRead || roles["x"] != RoleAdmin || len(roles) != 3 {
+		t.Errorf("roles = %v, %v", roles, err)
+	}
+	if key, err := f.MetricsKey(); key != "scrape" || err != nil {
+		t.Errorf("metrics key = %q, %v", key, err)
+	}
+	if names := f.EnvNames(); !slices.Contains(names, "HERALD_TEST_METRICS_KEY") {
+		t.Errorf("EnvNames %v lacks the metrics key's variable", names)
+	}
+}
+
+// TestTrustedProxies reads http.trusted_proxies as prefixes.
+func TestTrustedProxies(t *testing.T) {
+	f, err := Parse([]byte("http: {trusted_proxies: [10.0.0.5, \"fd00::/8\"]}\n" + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.TrustedProxies()
+	if err != nil || fmt.Sprint(got) != "[10.0.0.5/32 fd00::/8]" {
+		t.Errorf("trusted proxies = %v, %v", got, err)
 	}
 }

@@ -38,6 +38,11 @@ type File struct {
 	Store string `yaml:"store"`
 	// APIKeys are the bearer keys of the HTTP API and their tenants.
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Egress is the policy of the connections to URLs that tenants supply.
+	Egress Egress `yaml:"egress"`
+	// Metrics protects /metrics with a key of its own; nil serves it to
+	// anyone (with no string a tenant chose in it).
+	Metrics *Metrics `yaml:"metrics"`
 	// Subscribers receive outcome events.
 	Subscribers []Subscriber `yaml:"subscribers"`
 	// Routes are the named carriers messages are sent through. At least one is required.
@@ -70,6 +75,9 @@ type APIKey struct {
 	Key string `yaml:"key"`
 	// Tenant owns the messages sent with this key. Defaults to DefaultTenant.
 	Tenant string `yaml:"tenant"`
+	// Role is what the key may do: write (the default), read (GETs only)
+	// or admin (every tenant's figures too).
+	Role string `yaml:"role"`
 }
 
 // Subscriber is a webhook URL that receives outcome events.
@@ -178,6 +186,9 @@ func (f *File) setDefaults() {
 	for i := range f.APIKeys {
 		if f.APIKeys[i].Tenant == "" {
 			f.APIKeys[i].Tenant = DefaultTenant
+		}
+		if f.APIKeys[i].Role == "" {
+			f.APIKeys[i].Role = RoleWrite
 		}
 	}
 	for i := range f.Subscribers {

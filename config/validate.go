@@ -43,6 +43,15 @@ func (f *File) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if _, err := f.AllowedPrefixes(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := f.TrustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := f.MetricsKey(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -85,6 +85,31 @@ api_keys: [{tenant: t}]
 		{"one key for two tenants", `
 api_keys: [{key: k, tenant: a}, {key: k, tenant: b}]
 ` + okRoute, []string{"api_keys[1]", `tenants "a" and "b"`}},
+		{"unknown role", `
+api_keys: [{key: k, tenant: a, role: owner}]
+` + okRoute, []string{"api_keys[0]", `role "owner": want write, read or admin`}},
+		{"one key, two roles", `
+api_keys: [{key: k, tenant: a}, {key: k, tenant: a, role: admin}]
+` + okRoute, []string{"api_keys[1]", `roles "write" and "admin"`}},
+		{"metrics without key_env", `
+metrics: {}
+` + okRoute, []string{"metrics.key_env is required"}},
+		{"metrics key_env unset", `
+metrics: {key_env: HERALD_TEST_SURELY_UNSET}
+` + okRoute, []string{"metrics.key_env", "HERALD_TEST_SURELY_UNSET is not set"}},
+		{"metrics key an API key", `
+api_keys: [{key_env: SET_VAR, tenant: a}]
+metrics: {key_env: SET_VAR}
+` + okRoute, []string{"metrics.key_env: SET_VAR holds an API key"}},
+		{"egress allow not a network", `
+egress: {allow: [10.0.0.0/8, "10.0.0.0/33"]}
+` + okRoute, []string{"egress.allow[1]", `"10.0.0.0/33" is not a CIDR prefix`}},
+		{"trusted proxy not a network", `
+http: {trusted_proxies: [10.0.0.0/8, proxy.internal]}
+` + okRoute, []string{"http.trusted_proxies[1]", "neither an address nor a CIDR prefix"}},
+		{"egress allow a name", `
+egress: {allow: [metadata.internal]}
+` + okRoute, []string{"egress.allow[0]", "neither an address nor a CIDR prefix"}},
 		{"store scheme", `
 store: postgres://localhost/db
 ` + okRoute, []string{`store "postgres://localhost/db"`, "sqlite:PATH"}},

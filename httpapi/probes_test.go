@@ -100,9 +100,10 @@ func TestUnknownEndpointsAnswerJSON(t *testing.T) {
 }
 
 // TestStatsCounters: /v1/stats (and /v1/health) carry the engine's
-// counters since it started, of every tenant.
+// counters since it started, of the caller's tenant, or of every tenant
+// for an admin key.
 func TestStatsCounters(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, withAdmin)
 	f.sendOK(`{"route":"hooks","text":"first","coalesce_key":"c"}`)
 	f.sendOK(`{"route":"hooks","text":"ok","coalesce_key":"c"}`) // cancels the first
 	f.sendOK(`{"route":"hooks","text":"ok"}`)
@@ -111,9 +112,13 @@ func TestStatsCounters(t *testing.T) {
 	wantStatus(t, f.do("POST", "/v1/messages", keyB, `{"route":"hooks","target":"fail","text":"no"}`), http.StatusAccepted)
 	f.run()
 
-	want := map[string]float64{"enqueued": 5, "succeeded": 3, "retried": 0, "dead_lettered": 1, "deduplicated": 0, "coalesced": 1}
+	wants := map[string]map[string]float64{
+		keyA:     {"enqueued": 4, "succeeded": 3, "retried": 0, "dead_lettered": 0, "deduplicated": 0, "coalesced": 1},
+		keyB:     {"enqueued": 1, "succeeded": 0, "retried": 0, "dead_lettered": 1, "deduplicated": 0, "coalesced": 0},
+		keyAdmin: {"enqueued": 5, "succeeded": 3, "retried": 0, "dead_lettered": 1, "deduplicated": 0, "coalesced": 1},
+	}
 	for _, path := range []string{"/v1/stats", "/v1/health"} {
-		for _, key := range []string{keyA, keyB} {
+		for key, want := range wants {
 			s := decode[map[string]any](t, f.do("GET", path, key, ""))
 			for name, n := range want {
 				if s[name] != n {

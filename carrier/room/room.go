@@ -12,6 +12,13 @@
 // retried it elsewhere) is not POSTed. The deletion of a subscription ends
 // its deliveries in the same write that deletes it, so a delivery is not
 // POSTed once the deletion has been answered.
+//
+// The URLs are the tenants', not the operator's: the carrier connects to
+// no address of a range the egress policy refuses (loopback, link-local,
+// private, multicast; httpsend.Egress) unless Config.Allow holds it,
+// whether the URL names the address or a name that resolves to it, and a
+// delivery's error quotes no more of the answer than its status and a
+// short excerpt of a body that is not HTML.
 package room
 
 import (
@@ -20,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -45,7 +53,16 @@ type Config struct {
 	// Secret returns the signing key held by the environment variable
 	// name. Defaults to Env.
 	Secret func(name string) ([]byte, error)
-	// Client sends the requests. Defaults to httpsend.NewClient().
+	// Allow lists the networks the carrier may reach although the egress
+	// policy refuses their range (loopback, link-local, private,
+	// multicast: httpsend.RefusedRanges): the config's egress.allow.
+	Allow []netip.Prefix
+	// OnRefuse, when set, is told of every address refused, at a
+	// subscription's creation or at a connection (a log line and a
+	// metric); it must not block.
+	OnRefuse func(addr netip.Addr, kind string)
+	// Client sends the requests. Defaults to a client whose connections
+	// keep to the egress policy (Allow); one given is used as it is.
 	Client *http.Client
 	// Now tells the time for signature timestamps. Defaults to time.Now.
 	Now func() time.Time
@@ -72,24 +89,29 @@ type Carrier struct {
 	secret func(string) ([]byte, error)
 	client *http.Client
 	now    func() time.Time
+	egress *httpsend.Egress
 
 	mu    sync.Mutex
 	hooks map[string]*webhook.Carrier // by subscription id; a subscription never changes
 }
 
-var _ herald.Carrier = (*Carrier)(nil)
+var (
+	_ herald.Carrier    = (*Carrier)(nil)
+	_ herald.URLChecker = (*Carrier)(nil)
+)
 
 // New returns a Carrier for c.
 func New(c Config) (*Carrier, error) {
 	if c.Store == nil {
 		return nil, errors.New("room: Config.Store is required")
 	}
-	cr := &Carrier{store: c.Store, secret: c.Secret, client: c.Client, now: c.Now, hooks: make(map[string]*webhook.Carrier)}
+	cr := &Carrier{store: c.Store, secret: c.Secret, client: c.Client, now: c.Now, hooks: make(map[string]*webhook.Carrier),
+		egress: &httpsend.Egress{Allow: c.Allow, OnRefuse: c.OnRefuse}}
 	if cr.secret == nil {
 		cr.secret = Env
 	}
 	if cr.client == nil {
-		cr.client = httpsend.NewClient()
+		cr.client = cr.egress.Client()
 	}
 	if cr.now == nil {
 		cr.now = time.Now
@@ -102,6 +124,12 @@ func (c *Carrier) Path() herald.Path { return herald.PathDirect }
 
 // Validate accepts every message: the engine makes the deliveries itself.
 func (c *Carrier) Validate(*herald.Message) error { return nil }
+
+// CheckURL refuses a URL whose host is an address the egress policy
+// refuses; a name is checked when a delivery connects.
+func (c *Carrier) CheckURL(rawURL string) error {
+	return c.egress.CheckURL(rawURL)
+}
 
 // Send POSTs m, a delivery, to its subscription (its target), unless m
 // has moved on from the claim it was handed with (see the package
@@ -199,7 +227,7 @@ func (c *Carrier) hook(ctx context.Context, id string) (*webhook.Carrier, error)
 		}
 	}
 	hook, err = webhook.New(webhook.Config{URL: sub.URL, Secret: secret, Client: c.client, Now: c.now,
-		Headers: map[string]string{"Content-Type": "application/json"}})
+		Headers: map[string]string{"Content-Type": "application/json"}, TenantURL: true})
 	if err != nil {
 		return nil, herald.Permanent(fmt.Errorf("room: subscription %s: %w", id, err))
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +67,7 @@ func TestSend(t *testing.T) {
 	}
 	c, err := New(Config{
 		Store: st,
+		Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, // the test server's
 		Secret: func(name string) ([]byte, error) {
 			v, ok := secrets[name]
 			if !ok {
@@ -134,6 +137,41 @@ func TestSend(t *testing.T) {
 		if err == nil || errors.As(err, &perm) != tt.permanent || got.posts != before {
 			t.Errorf("%s: %v (permanent: %v), %d posts; want an error, permanent %v, and no post", tt.name, err, errors.As(err, &perm), got.posts-before, tt.permanent)
 		}
+	}
+}
+
+// TestSendKeepsToTheEgressPolicy: without an allow list, the carrier
+// refuses a URL naming a loopback address (CheckURL) and fails a delivery
+// to it for good without reaching it; the answer of a server it may reach
+// is quoted in errors as a tenant may read it: no HTML.
+func TestSendKeepsToTheEgressPolicy(t *testing.T) {
+	reached := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached = true
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "<html>admin console</html>")
+	}))
+	defer srv.Close()
+	m := &herald.Message{ID: "m1", Route: "room:orders", Target: "s1", Text: `{}`, Status: herald.StatusSentToNS, Lease: 1}
+	hooks := &store{subs: map[string]*herald.Subscription{"s1": {ID: "s1", Type: herald.SubscriptionPush, URL: srv.URL}},
+		deliveries: map[string]*herald.Message{"m1": m}}
+	var told []string
+	c := must(New(Config{Store: hooks, OnRefuse: func(a netip.Addr, kind string) { told = append(told, kind) }}))
+	if err := c.CheckURL(srv.URL); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("CheckURL(%s): %v, want refused", srv.URL, err)
+	}
+	var perm *herald.PermanentError
+	if _, err := c.Send(t.Context(), m); !errors.As(err, &perm) || reached {
+		t.Errorf("Send: %v (reached %v), want a permanent refusal before connecting", err, reached)
+	}
+	if len(told) != 2 {
+		t.Errorf("OnRefuse told %q, want the check and the connection", told)
+	}
+	allowed := must(New(Config{Store: hooks, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))
+	_, err := allowed.Send(t.Context(), m)
+	if !errors.As(err, &perm) || !reached || strings.Contains(err.Error(), "admin") || !strings.HasSuffix(err.Error(), ": 403 Forbidden") {
+		t.Errorf("Send, allowed: %v, want a 403 quoted without its HTML", err)
 	}
 }
 

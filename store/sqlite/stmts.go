@@ -63,7 +63,8 @@ type readStmts struct {
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, lanesInFlight *sql.Stmt
 	keptLaneQueued                                *sql.Stmt
-	tenantBucket, busiestLanes                    *sql.Stmt
+	tenantBucket, busiestLanes, tenantLanes       *sql.Stmt
+	tenantLanesInFlight                           *sql.Stmt
 
 	// The rooms' (rooms.go).
 	room, rooms, subscription, subscriptions, roomEvent *sql.Stmt
@@ -371,6 +372,8 @@ func (st *readStmts) defs() []stmtDef {
 			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND route = +? AND lane = +? ORDER BY id`},
 		{&st.lanesInFlight, `SELECT route, lane, id FROM messages INDEXED BY messages_inflight
 			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) ORDER BY id`},
+		{&st.tenantLanesInFlight, `SELECT route, lane, id FROM messages INDEXED BY messages_inflight
+			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) AND tenant = ?2 ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
 		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation
@@ -394,6 +397,17 @@ func (st *readStmts) defs() []stmtDef {
 				UNION ALL SELECT route, lane, 0, COUNT(*) FROM messages INDEXED BY messages_inflight
 					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) GROUP BY route, lane
 				UNION ALL SELECT route, lane, 0, 0 FROM lanes WHERE ?1 = '' OR route = ?1)
+			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
+		// The same of one tenant's messages (?3): the lanes that hold
+		// some, counting them only. Each message the indexes hold is read
+		// for its tenant.
+		{&st.tenantLanes, `SELECT route, lane, SUM(q) FROM (
+				SELECT route, lane, COUNT(*) AS q, COUNT(*) AS n FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 AND (?1 = '' OR route = ?1) AND tenant = ?3 GROUP BY route, lane
+				UNION ALL SELECT route, lane, COUNT(*), COUNT(*) FROM messages INDEXED BY messages_kept
+					WHERE status = 'QUEUED' AND gated = 3 AND (?1 = '' OR route = ?1) AND tenant = ?3 GROUP BY route, lane
+				UNION ALL SELECT route, lane, 0, COUNT(*) FROM messages INDEXED BY messages_inflight
+					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) AND tenant = ?3 GROUP BY route, lane)
 			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
 	}
 }

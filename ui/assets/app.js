@@ -505,16 +505,16 @@
             const h = new URLSearchParams(); if (route) h.set('route', route); h.set('reason', err);
             location.hash = `#/dead-letters?${h}`;
           } }), ' ',
-          el('button', { type: 'button', class: 'small', 'data-key': `replay:${err}`, text: 'Replay these', onclick: () => replayMatching(err) }),
+          el('button', { type: 'button', class: 'small write-only', 'data-key': `replay:${err}`, text: 'Replay these', onclick: () => replayMatching(err) }),
         ] : ''))) : [emptyRow(3, 'No dead letters.')]);
       $('#dl-groups-note').textContent = list.length ? `Of the ${list.length} dead letters shown${cursor ? ' (there are more)' : ''}.` : '';
       fill($('#dl-list tbody'), JSON.stringify(list), list.length ? list.map((m) => el('tr', { 'data-id': m.id },
-        el('td', {}, el('input', { type: 'checkbox', 'data-id': m.id, 'data-key': `sel:${m.id}`, 'aria-label': `Select ${m.id}`,
+        el('td', {}, el('input', { type: 'checkbox', class: 'write-only', 'data-id': m.id, 'data-key': `sel:${m.id}`, 'aria-label': `Select ${m.id}`,
           onchange: (ev) => { if (ev.target.checked) selected.add(m.id); else selected.delete(m.id); syncSelection(); } })),
         el('td', {}, msgLink(m.id)), el('td', { text: m.route }), el('td', { class: 'mono', text: m.target }),
         el('td', { class: 'num', text: `${m.attempt} / ${m.max_attempts}` }), el('td', {}, timeEl(m.updated_at)),
         el('td', { class: 'err', text: m.last_error }),
-        el('td', {}, el('button', { type: 'button', class: 'small', 'data-key': `replay1:${m.id}`, 'aria-label': `Replay ${m.id}`, text: 'Replay',
+        el('td', {}, el('button', { type: 'button', class: 'small write-only', 'data-key': `replay1:${m.id}`, 'aria-label': `Replay ${m.id}`, text: 'Replay',
           onclick: () => replayIDs([m.id]) })))) : [emptyRow(8, 'No dead letters match.')]);
       $('#dl-summary').textContent = `${list.length} dead letter${list.length === 1 ? '' : 's'} ${scope()}${cursor ? '; more below' : ''}.`;
       $('#dl-more').hidden = !cursor;
@@ -781,14 +781,18 @@
   let current = null;
   let first = true;
 
+  // decode is decodeURIComponent, but keeps a malformed part (a lone %) as
+  // it is rather than throw: any address leads somewhere.
+  const decode = (s) => { try { return decodeURIComponent(s); } catch (e) { return s; } };
+
   function route() {
     const raw = location.hash.replace(/^#\/?/, '');
     const [path, query] = raw.split('?');
-    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    const parts = path.split('/').filter(Boolean).map(decode);
     let name = parts[0] || 'overview';
     let arg;
     if (name === 'messages' && parts[1]) { name = 'message'; arg = parts.slice(1).join('/'); }
-    if (!PAGES[name]) name = 'overview';
+    if (!Object.hasOwn(PAGES, name)) name = 'overview';
     const page = PAGES[name];
     if (current) current.stop();
     if (!first) flash('');
