@@ -59,6 +59,10 @@ var (
 	deleteSubScript  = function("delete_sub")
 	publishScript    = function("publish")
 	pullScript       = function("pull")
+
+	createSessionScript = function("create_session")
+	touchSessionScript  = function("touch_session")
+	deleteSessionScript = function("delete_session")
 )
 
 // script is a function of the library, by the name the server knows it by.

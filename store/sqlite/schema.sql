@@ -342,3 +342,18 @@ CREATE TABLE IF NOT EXISTS inbox_done (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS inbox_done_at ON inbox_done (at);
 CREATE INDEX IF NOT EXISTS inbox_correlation ON inbox (route, correlation) WHERE correlation != '';
+
+-- The admin page's sessions (sessions.go): id is a hash of the random id
+-- of the page's cookie. A session ends at expires; CreateSession deletes
+-- those that have ended, and makes room by a tenant's least recently used.
+CREATE TABLE IF NOT EXISTS sessions (
+	id      TEXT NOT NULL PRIMARY KEY,
+	tenant  TEXT NOT NULL,
+	role    TEXT NOT NULL,
+	csrf    TEXT NOT NULL,
+	created INTEGER NOT NULL,
+	used    INTEGER NOT NULL,
+	expires INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions (tenant, used, id);
+CREATE INDEX IF NOT EXISTS sessions_expires ON sessions (expires);

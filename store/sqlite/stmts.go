@@ -34,6 +34,10 @@ type writeStmts struct {
 	deleteSubscription, activeDeliveries, insertRoomEvt *sql.Stmt
 	pull, subscriptionExists                            *sql.Stmt
 
+	// The admin page's sessions (sessions.go).
+	insertSession, endedSessions, countSessions *sql.Stmt
+	evictSessions, touchSession, deleteSession  *sql.Stmt
+
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeIDs, laneTakeOrdered *sql.Stmt
 	parkLane, holdLane, laneDispatched, laneProbe, lanesClaimed     *sql.Stmt
@@ -68,6 +72,9 @@ type readStmts struct {
 
 	// The rooms' (rooms.go).
 	room, rooms, subscription, subscriptions, roomEvent *sql.Stmt
+
+	// The admin page's sessions (sessions.go).
+	session *sql.Stmt
 
 	// The inbox's (inbox.go).
 	inboundByCorrelation     *sql.Stmt
@@ -303,6 +310,15 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.activeDeliveries, `SELECT id, status FROM messages INDEXED BY messages_delivery
 			WHERE route = ?1 AND target = ?2 AND route >= 'room:' AND route < 'room;' AND ` + activeSQL},
 		{&st.insertRoomEvt, `INSERT INTO room_events (` + roomEventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insertSession, `INSERT INTO sessions (` + sessionCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&st.endedSessions, `DELETE FROM sessions WHERE expires <= ?`},
+		{&st.countSessions, `SELECT COUNT(*) FROM sessions WHERE tenant = ?`},
+		// ?1 the tenant, ?2 how many of its least recently used to delete.
+		{&st.evictSessions, `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions INDEXED BY sessions_tenant
+			WHERE tenant = ?1 ORDER BY used, id LIMIT CAST(?2 AS INTEGER))`},
+		// ?1 the id, ?2 used, ?3 expires.
+		{&st.touchSession, `UPDATE sessions SET used = ?2, expires = ?3 WHERE id = ?1 AND expires > ?2`},
+		{&st.deleteSession, `DELETE FROM sessions WHERE id = ?`},
 		// ?1 now, ?2 the lease's end, ?3 the lease, ?4 the timeline
 		// entry's tail, ?5 the route, ?6 the target, ?7 the limit.
 		{&st.pull, `UPDATE messages SET
@@ -384,6 +400,7 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.subscriptions, `SELECT ` + subCols + ` FROM subscriptions INDEXED BY subscriptions_room
 			WHERE tenant = +? AND room = +? ORDER BY id`},
 		{&st.roomEvent, `SELECT ` + roomEventCols + ` FROM room_events WHERE id = ?`},
+		{&st.session, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
 		{&st.firstActive, `SELECT id FROM messages INDEXED BY messages_target
 			WHERE ordered = 1 AND ` + activeSQL + ` AND route = +? AND target = +? ORDER BY id LIMIT 1`},
 		// Busiest first: queued plus in flight, counted from the messages

@@ -54,6 +54,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"Dedup", testDedup},
 		{"DeadEvents", testDeadEvents},
 		{"Rooms", testRooms},
+		{"Sessions", testSessions},
 	} {
 		t.Run(topic.name, func(t *testing.T) { topic.run(t, open) })
 	}

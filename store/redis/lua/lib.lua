@@ -60,6 +60,13 @@
 --                 deliveries, JSON) and at
 --   evts          zset: the room events; score at, for Prune
 --
+-- The admin page's sessions (herald.SessionStore; id a hash of the
+-- cookie's, T escaped):
+--   sess:<id>     hash: t (T), role, csrf, at (created), used and exp (its
+--                 end), in ms; its TTL ends it at exp, as the store saw it
+--   sessions:<T>  zset: the ids of a tenant's sessions; score used; its TTL
+--                 the longest life of a session it holds
+--
 -- Inbox: the events push carriers sent back, until the engine applies them.
 --   in:<id>       hash: an inbox event, fields INFIELDS (ack and perm 1 or
 --                 0, at in ms) and ci, its correlation's R|C (escaped R,
