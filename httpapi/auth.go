@@ -66,8 +66,16 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		}
 		id, ok := a.keys.identity(r)
 		if !ok && r.Header.Get("Authorization") == "" && a.sessions != nil {
-			var token string
-			if id, token, ok = a.sessions.Session(r); ok {
+			var (
+				token string
+				err   error
+			)
+			if id, token, ok, err = a.sessions.Session(r); err != nil {
+				closeUnread(w, r)
+				a.fail(w, r, err)
+				return
+			}
+			if ok {
 				if msg := browserWriteRefused(r, token); msg != "" {
 					writeError(w, http.StatusForbidden, codeForbidden, msg)
 					return

@@ -67,8 +67,10 @@ type Sessions interface {
 	// Session returns the identity of r's session (the tenant and role of
 	// the key it was opened with) and the token that r must carry in the
 	// CSRFHeader header when it changes anything; ok is false when r has
-	// no live session.
-	Session(r *http.Request) (id Identity, csrfToken string, ok bool)
+	// no live session. err is set when the sessions could not be read
+	// (their store does not answer): the request is answered as a store
+	// error is (503 store_unavailable).
+	Session(r *http.Request) (id Identity, csrfToken string, ok bool, err error)
 }
 
 // api holds what the handlers share.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,28 +13,33 @@ import (
 // a tenant and a CSRF token, and the role "read" for a third value.
 type fakeSessions map[string][]string
 
-func (s fakeSessions) Session(r *http.Request) (Identity, string, bool) {
+func (s fakeSessions) Session(r *http.Request) (Identity, string, bool, error) {
 	c, err := r.Cookie("session")
 	if err != nil {
-		return Identity{}, "", false
+		return Identity{}, "", false, nil
+	}
+	if c.Value == sessionDown {
+		return Identity{}, "", false, fmt.Errorf("reading the session: %w", herald.ErrStoreUnavailable)
 	}
 	v, ok := s[c.Value]
 	if !ok {
-		return Identity{}, "", false
+		return Identity{}, "", false, nil
 	}
 	id := Identity{Tenant: v[0], Role: RoleWrite}
 	if len(v) > 2 {
 		id.Role = Role(v[2])
 	}
-	return id, v[1], true
+	return id, v[1], true, nil
 }
 
 const (
 	sessionA = "session-of-a"
 	tokenA   = "token-of-a"
 	sessionB = "session-of-b"
-	tokenB   = "token-of-b"
-	origin   = "http://example.com" // httptest.NewRequest's host
+	// sessionDown's session cannot be read: the sessions' store is down.
+	sessionDown = "session-of-a-store-down"
+	tokenB      = "token-of-b"
+	origin      = "http://example.com" // httptest.NewRequest's host
 )
 
 func withSessions(c *Config) {
@@ -69,6 +75,8 @@ func TestSessionReadsItsTenantsMessages(t *testing.T) {
 	wantStatus(t, f.browser("GET", "/v1/messages/"+a.ID, sessionA, nil), http.StatusOK)
 	wantError(t, f.browser("GET", "/v1/messages/"+a.ID, sessionB, nil), http.StatusNotFound, codeNotFound)
 	wantError(t, f.browser("GET", "/v1/messages", "no-such-session", nil), http.StatusUnauthorized, "unauthorized")
+	// Sessions that cannot be read: the store's error, not a logout.
+	wantError(t, f.browser("GET", "/v1/messages", sessionDown, nil), http.StatusServiceUnavailable, codeStoreUnavailable)
 }
 
 func TestSessionChangesNeedTheTokenAndTheOrigin(t *testing.T) {

@@ -93,7 +93,8 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 // heraldServer is a running herald: an engine on SQLite, the API and the
-// admin page on one loopback server, as herald serve mounts them.
+// admin page on one loopback server, the page's sessions in the store, as
+// herald serve mounts them.
 type heraldServer struct {
 	t      *testing.T
 	engine *herald.Engine
@@ -144,7 +145,7 @@ func startHerald(t *testing.T) *heraldServer {
 	})
 	keys := map[string]string{keyAcme: acme, keyOther: globex, keyReader: acme}
 	roles := map[string]httpapi.Role{keyReader: httpapi.RoleRead}
-	admin := ui.New(ui.Config{Keys: keys, Roles: roles, Logger: logger})
+	admin := ui.New(ui.Config{Keys: keys, Roles: roles, Logger: logger, Sessions: st})
 	mux := http.NewServeMux()
 	mux.Handle(ui.Path, admin)
 	mux.Handle(ui.Path+"/", admin)
@@ -279,8 +280,14 @@ type tab struct {
 
 func (b *browser) newTab(t *testing.T) *tab {
 	t.Helper()
+	return b.newTabWithin(t, 45*time.Second)
+}
+
+// newTabWithin is newTab for a test that may take up to timeout.
+func (b *browser) newTabWithin(t *testing.T, timeout time.Duration) *tab {
+	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
-	ctx, cancelTimeout := context.WithTimeout(ctx, 45*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
 	tb := &tab{t: t, ctx: ctx, b: b}
 	t.Cleanup(func() {
 		cancelTimeout()

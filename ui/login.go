@@ -39,7 +39,7 @@ const (
 
 // loginPage serves the login form, or sends a logged-in browser to the page.
 func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, _, ok := u.Session(r); ok {
+	if _, _, ok, _ := u.Session(r); ok {
 		http.Redirect(w, r, Path, http.StatusSeeOther)
 		return
 	}
@@ -89,12 +89,19 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		u.render(w, http.StatusUnauthorized, "login.html", pageData{Error: "That key is not valid."})
 		return
 	}
+	sid, err := u.sessions.start(r.Context(), id)
+	if err != nil {
+		u.unavailable(w, r, err)
+		return
+	}
 	u.byAddr.succeed(addrKey)
 	if c, err := r.Cookie(CookieName); err == nil {
-		u.sessions.end(c.Value)
+		if err := u.sessions.end(r.Context(), c.Value); err != nil {
+			u.log.Warn("ui: the session before a login could not be ended", "tenant", id.Tenant, "err", err)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: u.sessions.start(id), Path: "/",
+		Name: CookieName, Value: sid, Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.proxies.secure(r),
 	})
 	u.log.Info("ui: login", "tenant", id.Tenant, "role", id.Role, "remote", client)
@@ -125,14 +132,22 @@ func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		if s, ok := u.sessions.get(c.Value); ok {
+		s, ok, err := u.sessions.get(r.Context(), c.Value)
+		if err != nil {
+			u.unavailable(w, r, err)
+			return
+		}
+		if ok {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			token := r.PostFormValue("csrf")
 			if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.csrf)) != 1 {
 				http.Error(w, "the logout form does not carry the session's token", http.StatusForbidden)
 				return
 			}
-			u.sessions.end(c.Value)
+			if err := u.sessions.end(r.Context(), c.Value); err != nil {
+				u.unavailable(w, r, err)
+				return
+			}
 			u.log.Info("ui: logout", "tenant", s.id.Tenant, "remote", u.proxies.client(r))
 		}
 	}

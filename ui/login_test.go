@@ -180,7 +180,7 @@ func TestReadOnlyKeysPage(t *testing.T) {
 	c := sessionCookie(from(u, "192.0.2.1:1", keyB, nil))
 	req := httptest.NewRequest("GET", "/v1/stats", nil)
 	req.AddCookie(c)
-	if id, _, ok := u.Session(req); !ok || id != (httpapi.Identity{Tenant: tenantB, Role: httpapi.RoleRead}) {
+	if id, _, ok, _ := u.Session(req); !ok || id != (httpapi.Identity{Tenant: tenantB, Role: httpapi.RoleRead}) {
 		t.Fatalf("session %+v %v, want globex, read", id, ok)
 	}
 	page := get(u, "/ui", c).Body.String()

@@ -1,44 +1,41 @@
 package ui
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"sync"
+	"encoding/hex"
+	"errors"
+	"log/slog"
 	"time"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/httpapi"
 )
+
+// TouchEvery is how often a session's last use is written to its store:
+// a session used more often is touched at most once in that time, so
+// that a page polling every few seconds costs reads, not writes. Its idle
+// timeout counts from the last touch: to within TouchEvery.
+const TouchEvery = time.Minute
 
 // session is a logged-in browser.
 type session struct {
 	id httpapi.Identity
 	// csrf is the token the page sends with every change (httpapi.CSRFHeader).
 	csrf string
-	// started and seen are when it logged in and when it was last used:
-	// it ends a lifetime after the one or an idle timeout after the other.
-	started, seen time.Time
 }
 
-// sessionKey is the SHA-256 of a session's id, so that a lookup takes the
-// same time whatever the id shares with a real one.
-type sessionKey = [sha256.Size]byte
-
-// sessions holds the live sessions, by tenant: a tenant's logins make room
-// for themselves by ending that tenant's least recently used session,
-// never another tenant's.
+// sessions are the page's logins, kept in a herald.SessionStore (the
+// server's store, so that every node knows them; or memory): each under
+// the SHA-256 of the cookie's random id, never the id itself.
 type sessions struct {
-	mu        sync.Mutex
-	byKey     map[sessionKey]*session
-	byTenant  map[string]map[sessionKey]*session
+	store     herald.SessionStore
 	ttl, idle time.Duration
 	perTenant int
 	now       func() time.Time
-}
-
-func newSessions(ttl, idle time.Duration, perTenant int, now func() time.Time) *sessions {
-	return &sessions{byKey: map[sessionKey]*session{}, byTenant: map[string]map[sessionKey]*session{},
-		ttl: ttl, idle: idle, perTenant: perTenant, now: now}
+	log       *slog.Logger
 }
 
 // randomToken returns 256 random bits, URL-safe.
@@ -48,99 +45,65 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// live reports whether s is live at now.
-func (s *sessions) live(sess *session, now time.Time) bool {
-	return now.Before(sess.started.Add(s.ttl)) && now.Before(sess.seen.Add(s.idle))
+// storeID is what the store knows session sid by: the hex SHA-256 of the
+// cookie's value, so that a reader of the store finds no cookie to use.
+func storeID(sid string) string {
+	sum := sha256.Sum256([]byte(sid))
+	return hex.EncodeToString(sum[:])
 }
 
-// start makes a session of id and returns its session id. When the tenant
-// has as many live sessions as it may, its least recently used ends.
-func (s *sessions) start(id httpapi.Identity) string {
+// ends returns when a session started at started and used at used ends.
+func (s *sessions) ends(started, used time.Time) time.Time {
+	end := used.Add(s.idle)
+	if life := started.Add(s.ttl); life.Before(end) {
+		end = life
+	}
+	return end
+}
+
+// start makes a session of id and returns the cookie's value. When the
+// tenant has as many live sessions as it may, its least recently used ends.
+func (s *sessions) start(ctx context.Context, id httpapi.Identity) (string, error) {
 	sid := randomToken()
 	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	own := s.byTenant[id.Tenant]
-	if own == nil {
-		own = map[sessionKey]*session{}
+	err := s.store.CreateSession(ctx, herald.Session{ID: storeID(sid), Tenant: id.Tenant, Role: string(id.Role),
+		CSRF: randomToken(), Created: now, Used: now, Expires: s.ends(now, now)}, s.perTenant)
+	if err != nil {
+		return "", err
 	}
-	if len(own) >= s.perTenant {
-		for k, sess := range own {
-			if !s.live(sess, now) {
-				s.forget(k, sess)
-			}
-		}
-	}
-	for len(own) >= s.perTenant {
-		s.evictLeastRecent(own)
-	}
-	k := sha256.Sum256([]byte(sid))
-	sess := &session{id: id, csrf: randomToken(), started: now, seen: now}
-	s.byKey[k], own[k] = sess, sess
-	s.byTenant[id.Tenant] = own // forget drops an emptied map
-	return sid
+	return sid, nil
 }
 
-// get returns the live session sid and marks it used; it forgets it when
-// it has ended.
-func (s *sessions) get(sid string) (session, bool) {
+// get returns the live session of the cookie's value sid, and marks it
+// used when its last recorded use is TouchEvery old or older. ok is false
+// when there is no such session; err when the store could not say.
+func (s *sessions) get(ctx context.Context, sid string) (sess session, ok bool, err error) {
 	if sid == "" {
-		return session{}, false
+		return session{}, false, nil
 	}
-	k := sha256.Sum256([]byte(sid))
+	key := storeID(sid)
 	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.byKey[k]
-	if !ok {
-		return session{}, false
+	st, err := s.store.Session(ctx, key, now)
+	if errors.Is(err, herald.ErrNotFound) {
+		return session{}, false, nil
 	}
-	if !s.live(sess, now) {
-		s.forget(k, sess)
-		return session{}, false
+	if err != nil {
+		return session{}, false, err
 	}
-	sess.seen = now
-	return *sess, true
-}
-
-// end forgets session sid.
-func (s *sessions) end(sid string) {
-	k := sha256.Sum256([]byte(sid))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sess, ok := s.byKey[k]; ok {
-		s.forget(k, sess)
-	}
-}
-
-// count returns how many sessions tenant holds, live or not yet forgotten.
-func (s *sessions) count(tenant string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byTenant[tenant])
-}
-
-// forget removes session k; s.mu is held.
-func (s *sessions) forget(k sessionKey, sess *session) {
-	delete(s.byKey, k)
-	own := s.byTenant[sess.id.Tenant]
-	delete(own, k)
-	if len(own) == 0 {
-		delete(s.byTenant, sess.id.Tenant)
-	}
-}
-
-// evictLeastRecent forgets the session of own used least recently; s.mu
-// is held.
-func (s *sessions) evictLeastRecent(own map[sessionKey]*session) {
-	var (
-		oldest sessionKey
-		victim *session
-	)
-	for k, sess := range own {
-		if victim == nil || sess.seen.Before(victim.seen) {
-			oldest, victim = k, sess
+	if now.Sub(st.Used) >= TouchEvery {
+		switch err := s.store.TouchSession(ctx, key, now, s.ends(st.Created, now)); {
+		case errors.Is(err, herald.ErrNotFound):
+			return session{}, false, nil // ended meanwhile: a logout
+		case err != nil:
+			// It was live when read: the request goes on, and the
+			// next one touches it again.
+			s.log.Warn("ui: a session's use could not be recorded", "tenant", st.Tenant, "err", err)
 		}
 	}
-	s.forget(oldest, victim)
+	return session{id: httpapi.Identity{Tenant: st.Tenant, Role: httpapi.Role(st.Role)}, csrf: st.CSRF}, true, nil
+}
+
+// end deletes session sid.
+func (s *sessions) end(ctx context.Context, sid string) error {
+	return s.store.DeleteSession(ctx, storeID(sid))
 }

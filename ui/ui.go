@@ -8,12 +8,13 @@
 // against the API's keys, and the browser gets an HttpOnly, SameSite=Strict
 // cookie (Secure when the request came over TLS, or through a trusted
 // proxy that says it did) holding an opaque random session id, never the
-// key; the session maps to the key's tenant and role in this process's
-// memory and ends at logout, after its lifetime, when unused for the idle
-// timeout, when its tenant's logins outnumber what a tenant may keep (its
-// least recently used first; never another tenant's), or when the process
-// stops. Failed logins are throttled, exponentially, per client address
-// and per key prefix. UI implements httpapi.Sessions, so that the API
+// key; the session maps to the key's tenant and role in the server's store
+// (Config.Sessions: every node sharing the store knows it, and a restart
+// ends none), under a hash of the id, and ends at logout, after its
+// lifetime, when unused for the idle timeout, or when its tenant's logins
+// outnumber what a tenant may keep (its least recently used first; never
+// another tenant's). Failed logins are throttled, exponentially, per
+// client address and per key prefix, in each process's memory. UI implements httpapi.Sessions, so that the API
 // takes the cookie in place of a bearer key; the API refuses a change so
 // authenticated unless it comes from the page's origin with the session's
 // CSRF token, which the page reads from its own HTML, and refuses any
@@ -38,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/httpapi"
 )
 
@@ -77,6 +79,10 @@ type Config struct {
 	// MaxSessionsPerTenant bounds each tenant's sessions. Defaults to
 	// DefaultMaxSessionsPerTenant.
 	MaxSessionsPerTenant int
+	// Sessions keeps the sessions: the server's store, so that every node
+	// behind a load balancer serves them and a restart keeps them. Nil
+	// keeps them in this process's memory, which a restart forgets.
+	Sessions herald.SessionStore
 	// TrustedProxies are the networks of the proxies in front of herald
 	// (the config's http.trusted_proxies): a request from one is believed
 	// about its client's address (X-Forwarded-For, for the throttle and
@@ -128,11 +134,16 @@ func New(cfg Config) *UI {
 	if perTenant <= 0 {
 		perTenant = DefaultMaxSessionsPerTenant
 	}
-	u.sessions = newSessions(ttl, idle, perTenant, time.Now)
+	store := cfg.Sessions
+	if store == nil {
+		store = newMemorySessions()
+	}
+	u.sessions = &sessions{store: store, ttl: ttl, idle: idle, perTenant: perTenant, now: time.Now}
 	u.byAddr, u.byPrefix = newThrottle(addrRule, time.Now), newThrottle(prefixRule, time.Now)
 	if u.log == nil {
 		u.log = slog.Default()
 	}
+	u.sessions.log = u.log
 	if u.problem == nil {
 		u.problem = func(string) {}
 	}
@@ -146,17 +157,18 @@ func New(cfg Config) *UI {
 }
 
 // Session returns the identity and CSRF token of r's session cookie, and
-// marks the session used; it implements httpapi.Sessions.
-func (u *UI) Session(r *http.Request) (id httpapi.Identity, csrfToken string, ok bool) {
+// marks the session used (at most every TouchEvery); it implements
+// httpapi.Sessions. err is the store's, when it could not say.
+func (u *UI) Session(r *http.Request) (id httpapi.Identity, csrfToken string, ok bool, err error) {
 	c, err := r.Cookie(CookieName)
 	if err != nil {
-		return httpapi.Identity{}, "", false
+		return httpapi.Identity{}, "", false, nil
 	}
-	s, ok := u.sessions.get(c.Value)
-	if !ok {
-		return httpapi.Identity{}, "", false
+	s, ok, err := u.sessions.get(r.Context(), c.Value)
+	if !ok || err != nil {
+		return httpapi.Identity{}, "", false, err
 	}
-	return s.id, s.csrf, true
+	return s.id, s.csrf, true, nil
 }
 
 // ServeHTTP serves the page at /ui and /ui/, the login at /ui/login, the
@@ -212,7 +224,11 @@ type pageData struct {
 
 // page serves the page to a logged-in browser, and sends any other to the login.
 func (u *UI) page(w http.ResponseWriter, r *http.Request) {
-	id, token, ok := u.Session(r)
+	id, token, ok, err := u.Session(r)
+	if err != nil {
+		u.unavailable(w, r, err)
+		return
+	}
 	if !ok {
 		http.Redirect(w, r, Path+"/login", http.StatusSeeOther)
 		return
@@ -248,4 +264,12 @@ func (u *UI) render(w http.ResponseWriter, status int, name string, data pageDat
 	if err := u.pages.ExecuteTemplate(w, name, data); err != nil {
 		u.log.Warn("ui: rendering a page", "page", name, "err", err)
 	}
+}
+
+// unavailable answers 503 when the sessions' store could not be read or
+// written: the browser's session, if any, is left as it is.
+func (u *UI) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	u.log.Warn("ui: the sessions' store failed", "path", r.URL.Path, "err", err)
+	w.Header().Set("Retry-After", "1")
+	u.render(w, http.StatusServiceUnavailable, "login.html", pageData{Error: "herald cannot reach its store just now. Try again in a moment."})
 }

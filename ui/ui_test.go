@@ -1,16 +1,24 @@
 package ui
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/httpapi"
+	"github.com/heraldmq/herald/store/sqlite"
+	"github.com/heraldmq/herald/store/storetest"
 )
 
 const (
@@ -84,7 +92,7 @@ func tenantOf(u *UI, c *http.Cookie) (string, string, bool) {
 	if c != nil {
 		req.AddCookie(c)
 	}
-	id, token, ok := u.Session(req)
+	id, token, ok, _ := u.Session(req)
 	return id.Tenant, token, ok
 }
 
@@ -136,7 +144,7 @@ func TestWrongKeyCannotLogIn(t *testing.T) {
 			t.Errorf("%s: the login form does not say the key is wrong", name)
 		}
 	}
-	if n := len(u.sessions.byKey); n != 0 {
+	if n := len(u.sessions.store.(*memorySessions).byID); n != 0 {
 		t.Errorf("%d sessions after failed logins, want none", n)
 	}
 }
@@ -234,65 +242,179 @@ func TestLogoutNeedsTheTokenAndEndsTheSession(t *testing.T) {
 	}
 }
 
+// sessionStores are the stores the session tests run on: memory, and
+// SQLite as herald serve gives it (Redis: see the two-node test).
+func sessionStores(t *testing.T) map[string]func(t *testing.T) herald.SessionStore {
+	return map[string]func(t *testing.T) herald.SessionStore{
+		"memory": func(*testing.T) herald.SessionStore { return newMemorySessions() },
+		"sqlite": func(t *testing.T) herald.SessionStore {
+			st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+}
+
+// TestMemorySessionsConform: the sessions of a page without a store pass
+// the stores' conformance suite of sessions.
+func TestMemorySessionsConform(t *testing.T) {
+	storetest.ExerciseSessions(t, newMemorySessions())
+}
+
 // TestSessionsEndAndAreBoundedPerTenant: a session ends after its
 // lifetime however much it is used, or unused for the idle timeout; a
 // tenant's logins beyond its bound end its least recently used session,
 // never another tenant's.
 func TestSessionsEndAndAreBoundedPerTenant(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := newSessions(time.Hour, 10*time.Minute, 3, func() time.Time { return now })
-	a, b := httpapi.Identity{Tenant: "a", Role: httpapi.RoleWrite}, httpapi.Identity{Tenant: "b", Role: httpapi.RoleRead}
-	used := s.start(a)
-	idle := s.start(a)
-	for i := range 6 { // used every 9 minutes: lives until its hour
-		now = now.Add(9 * time.Minute)
-		if sess, ok := s.get(used); !ok || sess.id != a {
-			t.Fatalf("a session used every 9 minutes ended after %v", time.Duration(i+1)*9*time.Minute)
-		}
-	}
-	if _, ok := s.get(idle); ok {
-		t.Error("a session unused for 54 minutes lives, past its idle timeout of 10")
-	}
-	now = now.Add(6*time.Minute - time.Nanosecond) // just short of an hour after the login; idle for 6 minutes
-	if _, ok := s.get(used); !ok {
-		t.Error("a session ended before its hour")
-	}
-	now = now.Add(time.Nanosecond)
-	if _, ok := s.get(used); ok {
-		t.Error("a session lives past its hour, however much it is used")
-	}
+	for name, open := range sessionStores(t) {
+		t.Run(name, func(t *testing.T) {
+			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			s := &sessions{store: open(t), ttl: time.Hour, idle: 10 * time.Minute, perTenant: 3,
+				now: func() time.Time { return now }, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			ctx := t.Context()
+			start := func(id httpapi.Identity) string {
+				t.Helper()
+				sid, err := s.start(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sid
+			}
+			get := func(sid string) (session, bool) {
+				t.Helper()
+				sess, ok, err := s.get(ctx, sid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sess, ok
+			}
+			a, b := httpapi.Identity{Tenant: "a", Role: httpapi.RoleWrite}, httpapi.Identity{Tenant: "b", Role: httpapi.RoleRead}
+			used := start(a)
+			idle := start(a)
+			for i := range 6 { // used every 9 minutes: lives until its hour
+				now = now.Add(9 * time.Minute)
+				if sess, ok := get(used); !ok || sess.id != a {
+					t.Fatalf("a session used every 9 minutes ended after %v", time.Duration(i+1)*9*time.Minute)
+				}
+			}
+			if _, ok := get(idle); ok {
+				t.Error("a session unused for 54 minutes lives, past its idle timeout of 10")
+			}
+			now = now.Add(6*time.Minute - time.Millisecond) // just short of an hour after the login; idle for 6 minutes
+			if _, ok := get(used); !ok {
+				t.Error("a session ended before its hour")
+			}
+			now = now.Add(time.Millisecond)
+			if _, ok := get(used); ok {
+				t.Error("a session lives past its hour, however much it is used")
+			}
 
-	// b's one session, then a's logins beyond the bound: a's oldest go.
-	bs := s.start(b)
-	var as []string
-	for range 10 {
+			// b's one session, then a's logins beyond the bound: a's oldest go.
+			bs := start(b)
+			var as []string
+			for range 10 {
+				now = now.Add(time.Second)
+				as = append(as, start(a))
+			}
+			if sess, ok := get(bs); !ok || sess.id != b {
+				t.Fatal("another tenant's logins ended b's session")
+			}
+			for i, id := range as {
+				if _, ok := get(id); ok != (i >= 7) {
+					t.Errorf("a's login %d live = %v, want only the last 3", i, ok)
+				}
+			}
+			// Using an older session keeps it: the least recently used
+			// goes. A use counts once its last is TouchEvery old.
+			now = now.Add(TouchEvery)
+			get(as[9])
+			now = now.Add(time.Second)
+			get(as[7])
+			newest := start(a)
+			if _, ok := get(as[8]); ok {
+				t.Error("the least recently used session survived")
+			}
+			for _, id := range []string{as[7], as[9], newest} {
+				if _, ok := get(id); !ok {
+					t.Error("a recently used session was ended")
+				}
+			}
+			// The store holds a hash of the cookie's value, never the value.
+			if _, err := s.store.Session(ctx, newest, now); !errors.Is(err, herald.ErrNotFound) {
+				t.Errorf("the store knows the session by the cookie's value: %v", err)
+			}
+		})
+	}
+}
+
+// countingSessions counts the writes of the sessions it keeps.
+type countingSessions struct {
+	herald.SessionStore
+	touches atomic.Int64
+}
+
+func (c *countingSessions) TouchSession(ctx context.Context, id string, used, expires time.Time) error {
+	c.touches.Add(1)
+	return c.SessionStore.TouchSession(ctx, id, used, expires)
+}
+
+// TestSessionTouchedAtMostEveryMinute: a page polling every second writes
+// its session's last use once a minute, not at each request; its idle
+// timeout counts from the last write.
+func TestSessionTouchedAtMostEveryMinute(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := &countingSessions{SessionStore: newMemorySessions()}
+	u := New(Config{Keys: map[string]string{keyA: tenantA}, Sessions: store, IdleTimeout: 10 * time.Minute,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	u.sessions.now = func() time.Time { return now }
+	c := login(t, u, keyA)
+	for range 180 { // three minutes of a request a second
 		now = now.Add(time.Second)
-		as = append(as, s.start(a))
-	}
-	if sess, ok := s.get(bs); !ok || sess.id != b {
-		t.Fatal("another tenant's logins ended b's session")
-	}
-	for i, id := range as {
-		if _, ok := s.get(id); ok != (i >= 7) {
-			t.Errorf("a's login %d live = %v, want only the last 3", i, ok)
+		if _, _, ok := tenantOf(u, c); !ok {
+			t.Fatal("the session ended while used")
 		}
 	}
-	if n := s.count("a"); n != 3 {
-		t.Errorf("a holds %d sessions, want 3", n)
+	if n := store.touches.Load(); n != 3 {
+		t.Errorf("%d writes of its use in 3 minutes of a request a second, want 3", n)
 	}
-	// Using an older session keeps it: the least recently used goes.
-	now = now.Add(time.Second)
-	s.get(as[9])
-	now = now.Add(time.Second)
-	s.get(as[7])
-	newest := s.start(a)
-	if _, ok := s.get(as[8]); ok {
-		t.Error("the least recently used session survived")
+	now = now.Add(10*time.Minute - time.Millisecond)
+	if _, _, ok := tenantOf(u, c); !ok {
+		t.Error("the session ended before its idle timeout after its last use")
 	}
-	for _, id := range []string{as[7], as[9], newest} {
-		if _, ok := s.get(id); !ok {
-			t.Error("a recently used session was ended")
-		}
+}
+
+// failingSessions is a store that does not answer.
+type failingSessions struct{ herald.SessionStore }
+
+var errDown = fmt.Errorf("reading sessions: %w", herald.ErrStoreUnavailable)
+
+func (failingSessions) Session(context.Context, string, time.Time) (*herald.Session, error) {
+	return nil, errDown
+}
+
+func (failingSessions) CreateSession(context.Context, herald.Session, int) error { return errDown }
+
+// TestSessionsStoreDown: when the sessions' store does not answer, a login
+// and the page are answered 503 (not a wrong key, not a logout), and the
+// API gets the store's error.
+func TestSessionsStoreDown(t *testing.T) {
+	u := New(Config{Keys: map[string]string{keyA: tenantA}, Sessions: failingSessions{newMemorySessions()},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rec := post(u, "/ui/login", url.Values{"key": {keyA}}, nil, nil)
+	if rec.Code != http.StatusServiceUnavailable || sessionCookie(rec) != nil || !strings.Contains(rec.Body.String(), "cannot reach its store") {
+		t.Errorf("login with the store down = %d, cookie %v; want 503 saying why, and none", rec.Code, sessionCookie(rec))
+	}
+	c := &http.Cookie{Name: CookieName, Value: "some-session"}
+	if rec := get(u, "/ui", c); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("GET /ui with the store down = %d, want 503", rec.Code)
+	}
+	req := httptest.NewRequest("GET", "/v1/stats", nil)
+	req.AddCookie(c)
+	if _, _, ok, err := u.Session(req); ok || !errors.Is(err, herald.ErrStoreUnavailable) {
+		t.Errorf("Session with the store down = %v, %v; want the store's error", ok, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/netip"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/httpapi"
 	"github.com/heraldmq/herald/metrics"
@@ -55,7 +56,11 @@ func (a access) watch(m *metrics.Metrics) {
 	}
 }
 
-// adminPage returns the admin page of these keys.
-func (a access) adminPage(log *slog.Logger, m *metrics.Metrics) *ui.UI {
-	return ui.New(ui.Config{Keys: a.keys, Roles: a.roles, TrustedProxies: a.proxies, Logger: log, Problem: m.Problem})
+// adminPage returns the admin page of these keys, its sessions kept in
+// store when it keeps them (both stores do), so that every node sharing it
+// serves them and a restart ends none.
+func (a access) adminPage(store herald.Store, log *slog.Logger, m *metrics.Metrics) *ui.UI {
+	sessions, _ := store.(herald.SessionStore)
+	return ui.New(ui.Config{Keys: a.keys, Roles: a.roles, TrustedProxies: a.proxies, Logger: log, Problem: m.Problem,
+		Sessions: sessions})
 }

@@ -174,7 +174,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	mux := http.NewServeMux()
 	var sessions httpapi.Sessions
 	if f.UIEnabled() {
-		admin := acc.adminPage(log, m)
+		admin := acc.adminPage(store, log, m)
 		mux.Handle(ui.Path, admin)
 		mux.Handle(ui.Path+"/", admin)
 		sessions = admin

@@ -9,7 +9,8 @@ import (
 	"github.com/heraldmq/herald"
 )
 
-// testSessions checks herald.SessionStore, when the store implements it:
+// testSessions checks herald.SessionStore, when the store implements it
+// (exerciseSessions):
 // a session is read back as it was stored; it ends at its Expires, which
 // a touch moves while it lives and cannot move once it has ended; a
 // tenant's sessions beyond its bound end least recently used first, never
@@ -21,7 +22,19 @@ func testSessions(t *testing.T, open opener) {
 	if !ok {
 		t.Skip("the store keeps no sessions (herald.SessionStore)")
 	}
-	ctx := h.ctx
+	exerciseSessions(t, ss)
+}
+
+// ExerciseSessions runs the conformance suite of herald.SessionStore on
+// ss, a store of no session yet: what Exercise runs on a herald.Store that
+// is one, for a SessionStore that is no herald.Store (the admin page's in
+// memory).
+func ExerciseSessions(t *testing.T, ss herald.SessionStore) {
+	exerciseSessions(t, ss)
+}
+
+func exerciseSessions(t *testing.T, ss herald.SessionStore) {
+	ctx := t.Context()
 	const (
 		ttl  = 12 * time.Hour
 		idle = 30 * time.Minute
