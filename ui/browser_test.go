@@ -280,7 +280,7 @@ type tab struct {
 func (b *browser) newTab(t *testing.T) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
-	ctx, cancelTimeout := context.WithTimeout(ctx, 45*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute) // a tab may wait for 20,000 logins under the race detector
 	tb := &tab{t: t, ctx: ctx, b: b}
 	t.Cleanup(func() {
 		cancelTimeout()
