@@ -440,8 +440,8 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		if e.sendCtx.Err() != nil {
 			return Transition{}, false, outcomeOther
 		}
-		if wait := retryAfter(err); wait > 0 {
-			return e.backpressure(r, m, err, wait), true, outcomeOther
+		if t, ok := e.carrierWait(r, m, err); ok {
+			return t, true, outcomeOther
 		}
 		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
 		e.obs.Problem("carrier_error")
