@@ -565,16 +565,17 @@ func (e *Engine) slotFreed(m *Message, t Transition) {
 
 // recordResult applies the transition that records a carrier's answer. A
 // conflict means the claim's lease ran out and the message moved on (retried
-// by the reaper, perhaps sent again by another node): the late result is
-// refused, and counted.
+// by the reaper, perhaps sent again by another node): a late success is
+// adopted, a late failure dropped and counted (late.go). It returns the
+// error of the last write.
 //
 // While the store is unavailable the result is retried a few times, so that
 // a short outage does not turn into a second send after the accept timeout.
-func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) {
-	_ = e.retryStore(ctx, func() error {
+func (e *Engine) recordResult(ctx context.Context, m *Message, t Transition) error {
+	return e.retryStore(ctx, func() error {
 		err := e.apply(ctx, m, t)
 		if errors.Is(err, ErrConflict) {
-			e.problem("stale_completion", "late result refused: the message moved on", "id", m.ID, "from", t.From, "to", t.To, "lease", m.Lease)
+			return e.adoptLate(ctx, m, t)
 		}
 		return err
 	})

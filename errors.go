@@ -100,7 +100,7 @@ const ReasonPathRequested = "path_requested"
 var WaitReasons = []string{ReasonPathRequested}
 
 // DefaultPermanentPatterns are the error texts that mean the target is gone
-// for good (seed 001): a message failing with one of them is not retried.
+// for good (the chat platforms' texts): a message failing with one of them is not retried.
 var DefaultPermanentPatterns = []string{
 	`chat not found`,
 	`user not found`,

@@ -30,7 +30,7 @@ const (
 )
 
 // AckWindow is how close in time a device's ack and its uplink must reach
-// herald to pair (seed 000's correlation window).
+// herald to pair (the LoRaWAN correlation window).
 const AckWindow = 10 * time.Second
 
 // Inbound is an event a push carrier sent back, kept in the store's inbox

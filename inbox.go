@@ -171,16 +171,30 @@ func (e *Engine) onMessageOnce(ctx context.Context, r *route, ev Inbound, apply 
 // transmitted: the network sent m to its device. A message that waits
 // for the device's acknowledgement moves to SENT_TO_DEVICE with the device
 // timeout; any other is delivered.
+//
+// A late txack, of an attempt the message moved on from (it waits for its
+// next one), delivers a message that awaits no acknowledgement (a late
+// answer adopted: late.go); for one that does, only the device's ack says
+// it was delivered.
 func (e *Engine) transmitted(r *route, m *Message, _ Inbound) []Transition {
-	if m.Status != StatusDeliveredToNS {
+	if m.Status != StatusDeliveredToNS && !m.Status.Waiting() {
 		return nil
 	}
 	t := Transition{From: m.Status, Lease: m.Lease, At: e.clock.Now(), Reason: "transmitted to the device"}
-	if reader, ok := r.Carrier.(EventReader); ok && reader.AwaitsAck(m) {
-		t.To, t.Deadline = StatusSentToDevice, t.At.Add(r.Policy.Timeouts.Device)
-		return []Transition{t}
+	awaitsAck := false
+	if reader, ok := r.Carrier.(EventReader); ok {
+		awaitsAck = reader.AwaitsAck(m)
 	}
-	t.To = StatusDeliverySuccessful
+	switch {
+	case m.Status.Waiting() && awaitsAck:
+		return nil
+	case m.Status.Waiting():
+		t.To, t.Reason = StatusDeliverySuccessful, lateReason(m.Attempt, t.Reason)
+	case awaitsAck:
+		t.To, t.Deadline = StatusSentToDevice, t.At.Add(r.Policy.Timeouts.Device)
+	default:
+		t.To = StatusDeliverySuccessful
+	}
 	return []Transition{t}
 }
 
@@ -253,12 +267,18 @@ func (e *Engine) applyUplink(ctx context.Context, up Inbound) (InboundSettle, er
 // acknowledged: the device acknowledged m (its uplink paired). An ack
 // applied before its txack (the network's events may reach herald out of
 // order) records the transmission first, so that the timeline shows every
-// stage.
+// stage. A late ack, of an attempt the message moved on from (it waits for
+// its next one: the device timeout passed), delivers it all the same: a
+// late answer adopted (late.go).
 func (e *Engine) acknowledged(r *route, m *Message, ev Inbound) []Transition {
+	now := e.clock.Now()
+	if m.Status.Waiting() {
+		return []Transition{{From: m.Status, To: StatusDeliverySuccessful, Lease: m.Lease, At: now,
+			Reason: lateReason(m.Attempt, "acknowledged by the device")}}
+	}
 	if !awaitingNetwork(m.Status) {
 		return nil
 	}
-	now := e.clock.Now()
 	done := Transition{From: m.Status, To: StatusDeliverySuccessful, Lease: m.Lease, At: now, Reason: "acknowledged by the device"}
 	if m.Status == StatusSentToDevice {
 		return []Transition{done}

@@ -193,34 +193,34 @@ func (p Policy) Validate() error {
 	return p.Admission.Validate()
 }
 
-// Profile names a policy preset that reproduces one seed system's behaviour.
+// Profile names a policy preset that reproduces one kind of system's behaviour.
 type Profile string
 
 // The profiles.
 const (
-	ProfileLoRaWAN  Profile = "lorawan"  // ChirpStack downlinks (seed 000, push)
-	ProfileTaskPoll Profile = "taskpoll" // Calin-style polled task API (seed 000, pull)
-	ProfileChannel  Profile = "channel"  // chat channels and webhooks (seed 001)
-	ProfileLXMF     Profile = "lxmf"     // LXMF store-and-forward (seed 002)
-	ProfileClassC   Profile = "classc"   // class-C display downlinks (seed 003)
-	ProfileRoom     Profile = "room"     // room push subscriptions (seed 004)
+	ProfileLoRaWAN  Profile = "lorawan"  // ChirpStack downlinks (push)
+	ProfileTaskPoll Profile = "taskpoll" // Calin-style polled task API (pull)
+	ProfileChannel  Profile = "channel"  // chat channels and webhooks
+	ProfileLXMF     Profile = "lxmf"     // LXMF over Reticulum
+	ProfileClassC   Profile = "classc"   // class-C display downlinks
+	ProfileRoom     Profile = "room"     // room push subscriptions
 )
 
-// Profiles maps each profile to its policy, with the seeds' numbers.
+// Profiles maps each profile to its policy, with the numbers of the systems they reproduce.
 var Profiles = map[Profile]Policy{
 	ProfileLoRaWAN: {
 		Retry:               RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Hour, Jitter: 0.5},
 		MaxAttempts:         12,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
-		Admission:           Admission{Spacing: 2 * time.Second}, // seed 000's flood lock, per network
+		Admission:           Admission{Spacing: 2 * time.Second}, // the flood lock, per network
 	},
 	ProfileTaskPoll: {
 		Retry:       RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Hour, Jitter: 0.5},
 		MaxAttempts: 12,
 		MaxAge:      48 * time.Hour,
 		Timeouts:    Timeouts{Accept: 20 * time.Second, Carrier: 48 * time.Hour, Device: 12 * time.Second},
-		// Seed 000: the first poll 10 s after acceptance, then by the
+		// The first poll 10 s after acceptance, then by the
 		// message's age: under 20 s every 10 s, under 50 s every 15 s,
 		// under 90 s every 20 s, then every 30 s; +0–20 % jitter spreads
 		// tasks accepted together. At 48 h (max age, and the carrier
@@ -234,7 +234,7 @@ var Profiles = map[Profile]Policy{
 		},
 		FirstPoll:  10 * time.Second,
 		PollJitter: 0.2,
-		Admission:  Admission{Concurrency: 5}, // seed 000: 5 tasks at a time per DCU
+		Admission:  Admission{Concurrency: 5}, // 5 tasks at a time per DCU
 	},
 	ProfileChannel: {
 		Retry:               RetryPolicy{Kind: RetrySchedule, Schedule: []time.Duration{5 * time.Second, 25 * time.Second, 2 * time.Minute, 10 * time.Minute}},

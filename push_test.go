@@ -395,3 +395,41 @@ func TestIngestRefusesWhatItCannotRead(t *testing.T) {
 		t.Fatalf("inbox after refused events: %v %v, want empty", evs, err)
 	}
 }
+
+// TestPushLateAckAfterTheDeviceTimeoutIsAdopted: the device's ack and its
+// uplink arrive 2 s after the device timeout moved a confirmed downlink to
+// TO_RETRY, before its retry is sent: the message ends
+// DELIVERY_SUCCESSFUL ("late answer of attempt 1 adopted"), the network
+// got it once, and the subscriber hears of the success. A late failure
+// (a nack, a network drop) of a message waiting for its retry changes
+// nothing, and nor does a late txack of a confirmed downlink.
+func TestPushLateAckAfterTheDeviceTimeoutIsAdopted(t *testing.T) {
+	r := newPushRig(t)
+	m, item := r.delivered(nil)
+	r.ingest("txack", networkEvent{Item: item})
+	r.advance(12 * time.Second)
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || !got.DueAt.After(r.clock.Now().Add(time.Second)) {
+		t.Fatalf("at the device timeout: %s, due at %v; want TO_RETRY, its retry not due for a while", got.Status, got.DueAt)
+	}
+	r.ingest("ack", networkEvent{Item: item, Acknowledged: false, Dedup: "late-nack"})
+	r.ingest("log", networkEvent{Item: item, Code: "DOWNLINK_GATEWAY"})
+	r.ingest("txack", networkEvent{Item: item})
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || len(got.Timeline) != 5 {
+		t.Fatalf("after a late nack, drop and txack: %s with %d timeline entries, want TO_RETRY with 5: nothing changed", got.Status, len(got.Timeline))
+	}
+	r.advance(time.Second)
+	r.ingest("ack", networkEvent{Item: item, Acknowledged: true, Dedup: "d1"})
+	r.ingest("up", networkEvent{Item: item, Dedup: "d1", Data: "AQ=="})
+	got := r.get(m.ID)
+	last := got.Timeline[len(got.Timeline)-1]
+	if got.Status != herald.StatusDeliverySuccessful || last.From != herald.StatusToRetry || last.Reason != "late answer of attempt 1 adopted: acknowledged by the device" {
+		t.Fatalf("after the late ack: %s, last entry %s -> %s %q; want DELIVERY_SUCCESSFUL from TO_RETRY, the late answer adopted", got.Status, last.From, last.To, last.Reason)
+	}
+	r.advance(time.Minute) // past the retry's time: nothing is sent again
+	if r.net.sends != 1 {
+		t.Errorf("the network got %d sends, want 1", r.net.sends)
+	}
+	if evs := r.sink.delivered(); len(evs) != 1 || evs[0].Type != herald.StatusDeliverySuccessful {
+		t.Errorf("events %+v, want one DELIVERY_SUCCESSFUL", evs)
+	}
+}

@@ -217,7 +217,9 @@ func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 		t.To, t.DueAt = m.Status, next
 	}
 	end(pollCallOutcome(res, err, t), callStatus(m, t), err)
-	e.record(ctx, m, t)
+	if err := e.recordResult(ctx, m, t); err == nil {
+		e.slotFreed(m, t)
+	}
 }
 
 // Drain is the startup drain: it fails the messages of routes that are no

@@ -34,8 +34,8 @@ type Room struct {
 	CreatedAt time.Time
 }
 
-// DeliveryPolicy retries a room's deliveries (seed 004's exponential
-// backoff retry): the n-th redelivery waits Delay × Multiplier^(n-1)
+// DeliveryPolicy retries a room's deliveries (exponential backoff
+// retry): the n-th redelivery waits Delay × Multiplier^(n-1)
 // after the send before it failed, that is delay × multiplier^attempt
 // with attempt the redeliveries so far.
 type DeliveryPolicy struct {
@@ -143,7 +143,7 @@ func (s *Subscription) Takes(typ, version string) bool {
 }
 
 // RoomEvent is an event published to a room, with the deliveries it made:
-// the seed's published_messages log.
+// the log of what each publication delivered.
 type RoomEvent struct {
 	ID            string
 	Tenant        string

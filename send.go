@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The bounds of a message's priority (CONTRACT.md's limits).
+// The bounds of a message's priority (the README's message limits).
 const (
 	MinPriority = -1000
 	MaxPriority = 1000

@@ -154,7 +154,7 @@ type HealthThresholds struct {
 	SuccessRateWarning, SuccessRateCritical float64
 }
 
-// DefaultHealthThresholds are seed 003's levels.
+// DefaultHealthThresholds are the Class-C queue's levels.
 var DefaultHealthThresholds = HealthThresholds{
 	QueueDepthWarning: 100, QueueDepthCritical: 500,
 	DeadLettersWarning: 10, DeadLettersCritical: 50,

@@ -56,13 +56,15 @@ func (s Status) Waiting() bool { return s == StatusQueued || s == StatusToRetry 
 
 // transitions is the lifecycle table: from -> the statuses it may move to.
 // The only way out of a terminal status is an operator's replay to QUEUED;
-// DELIVERY_SUCCESSFUL has no way out at all.
+// DELIVERY_SUCCESSFUL has no way out at all. A message waiting for its
+// next attempt (QUEUED, TO_RETRY) moves on to where a late answer of its
+// last attempt takes it (late.go).
 var transitions = map[Status][]Status{
-	StatusQueued:             {StatusSentToNS, StatusCancelled, StatusDeliveryFailed},
+	StatusQueued:             {StatusSentToNS, StatusCancelled, StatusDeliveryFailed, StatusDeliveredToNS, StatusDeliverySuccessful},
 	StatusSentToNS:           {StatusDeliveredToNS, StatusDeliverySuccessful, StatusToRetry, StatusDeliveryFailed},
 	StatusDeliveredToNS:      {StatusSentToDevice, StatusDeliverySuccessful, StatusToRetry, StatusDeliveryFailed},
 	StatusSentToDevice:       {StatusDeliverySuccessful, StatusToRetry, StatusDeliveryFailed},
-	StatusToRetry:            {StatusQueued, StatusCancelled, StatusDeliveryFailed},
+	StatusToRetry:            {StatusQueued, StatusCancelled, StatusDeliveryFailed, StatusDeliveredToNS, StatusDeliverySuccessful},
 	StatusDeliveryFailed:     {StatusQueued},
 	StatusCancelled:          {StatusQueued},
 	StatusDeliverySuccessful: nil,

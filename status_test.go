@@ -23,6 +23,11 @@ func TestTransitionTable(t *testing.T) {
 		{StatusToRetry, StatusQueued}:                   true,
 		{StatusToRetry, StatusCancelled}:                true,
 		{StatusToRetry, StatusDeliveryFailed}:           true,
+		// A late answer of the last attempt adopted by a waiting message.
+		{StatusQueued, StatusDeliveredToNS}:       true,
+		{StatusQueued, StatusDeliverySuccessful}:  true,
+		{StatusToRetry, StatusDeliveredToNS}:      true,
+		{StatusToRetry, StatusDeliverySuccessful}: true,
 		// Operator replay: the only way out of a terminal status.
 		{StatusDeliveryFailed, StatusQueued}: true,
 		{StatusCancelled, StatusQueued}:      true,

@@ -1,4 +1,4 @@
-// Package client is a Go client of herald's HTTP API (CONTRACT.md): typed
+// Package client is a Go client of herald's HTTP API (api/openapi.json): typed
 // requests, herald's own view types for the answers, errors that carry the
 // API's code, and retries when the server's store is briefly unavailable.
 //

@@ -125,7 +125,7 @@ func jsonError(err error, into reflect.Type) *requestError {
 		return badRequest(codeInvalidJSON, "malformed JSON: the body ends too soon")
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return badRequest(codeUnknownField, "%s: unknown field; see the API's fields in CONTRACT.md", name)
+		return badRequest(codeUnknownField, "%s: unknown field; see the API's fields in GET /v1/openapi.json", name)
 	}
 	return badRequest(codeInvalidJSON, "malformed JSON: %v", err)
 }

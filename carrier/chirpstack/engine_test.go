@@ -290,3 +290,40 @@ func TestSendMQTTWithoutServerCarrierTimeoutEnds(t *testing.T) {
 			got.Status, got.Deadline.Sub(r.clock.Now()), len(got.Timeline))
 	}
 }
+
+// TestLateAckAfterTheDeviceTimeoutIsAdopted: a confirmed downlink to a
+// Class-A device is transmitted (txack); the device's answer rides on its
+// next uplink, which comes only after herald's device timeout (12 s) moved
+// the message to TO_RETRY, and before its retry (2 s later) is sent. The
+// ack and its uplink are a late answer of attempt 1: the message ends
+// DELIVERY_SUCCESSFUL, and ChirpStack got one downlink command, not two.
+func TestLateAckAfterTheDeviceTimeoutIsAdopted(t *testing.T) {
+	r, s := newMQTTEngineRig(t, true, func(cfg *csim.Config) {
+		cfg.AckDelay = -1 // the device answers on the uplink the test asks for
+	})
+	m, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "lora", Target: devA, Payload: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusDeliveredToNS, 1)
+	waitUntil(t, "the downlink queued in ChirpStack", func() bool { q, _ := s.Queue(devA); return len(q) == 1 })
+	if _, err := s.Uplink(devA, 1, []byte{9}); err != nil { // the receive window: the downlink goes out
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusSentToDevice, 1)
+	r.advance(12 * time.Second) // the device timeout
+	r.waitFor(m.ID, herald.StatusToRetry, 1)
+	r.advance(1500 * time.Millisecond)                      // its retry is due at 2 s
+	if _, err := s.Uplink(devA, 1, []byte{9}); err != nil { // the device's answer, with the ACK bit
+		t.Fatal(err)
+	}
+	r.waitFor(m.ID, herald.StatusDeliverySuccessful, 1)
+	got := r.get(m.ID)
+	if last := got.Timeline[len(got.Timeline)-1]; last.From != herald.StatusToRetry || last.Reason != "late answer of attempt 1 adopted: acknowledged by the device" {
+		t.Errorf("last timeline entry %s -> %s %q, want from TO_RETRY, the late ack adopted", last.From, last.To, last.Reason)
+	}
+	r.advance(time.Minute) // past the retry's time
+	if n := len(s.Commands()); n != 1 {
+		t.Errorf("ChirpStack got %d downlink commands, want 1", n)
+	}
+}

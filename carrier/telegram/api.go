@@ -49,7 +49,7 @@ type envelope struct {
 // ErrorTextLen is how much of a description or a body an error quotes.
 const ErrorTextLen = 200
 
-// permanentTexts are seed 001's texts of a target gone for good.
+// permanentTexts are the chat platforms' texts of a target gone for good.
 var permanentTexts, _ = herald.NewErrorClassifier(herald.DefaultPermanentPatterns)
 
 // sendMessage sends one chunk and returns its message id, as Telegram

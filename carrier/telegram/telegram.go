@@ -23,7 +23,7 @@
 //   - 429 with parameters.retry_after: herald.RetryAfter, "not now" (the
 //     engine pauses the chat's lane, when the route is gated, and spends no
 //     attempt);
-//   - 401 (a wrong or revoked token), "can't parse entities", seed 001's
+//   - 401 (a wrong or revoked token), "can't parse entities", the chat platforms'
 //     permanent texts ("chat not found", "bot was blocked", "bot was
 //     kicked", …) and every other 4xx: herald.Permanent, since the same
 //     request can only get the same answer;
