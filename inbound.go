@@ -45,10 +45,13 @@ type Inbound struct {
 	// Correlation pairs an ack with its uplink (ChirpStack's
 	// deduplicationId); empty when there is nothing to pair.
 	Correlation  string
-	Acknowledged bool   // InboundAck: the device acknowledged
-	Permanent    bool   // InboundFailed: no retry can succeed
-	Reason       string // InboundFailed: the carrier's words
-	Device       string // the device (a DevEUI)
+	Acknowledged bool // InboundAck: the device acknowledged
+	Permanent    bool // InboundFailed: no retry can succeed
+	// Reason is the carrier's words: why it failed (InboundFailed), or
+	// how it was delivered (InboundTransmitted: the timeline's reason in
+	// place of "transmitted to the device").
+	Reason string
+	Device string // the device (a DevEUI)
 	// Uplink is the JSON sent to subscribers as the uplink event of an
 	// InboundUplink that answers no message.
 	Uplink []byte

@@ -328,6 +328,38 @@ func TestPushEventBeforeItsStepIsDurableWaitsInTheInbox(t *testing.T) {
 	}
 }
 
+// TestPushEventWaitingForItsStepIsLookedAtAgainSoon: an event that came
+// back before its send's answer was recorded (a fast network's proof) is
+// looked at again after its age, from a few milliseconds, not after half
+// a second; the inbox wakes for it before its next poll.
+func TestPushEventWaitingForItsStepIsLookedAtAgainSoon(t *testing.T) {
+	n := &network{hold: make(chan struct{})}
+	p, err := herald.ProfilePolicy(herald.ProfileLoRaWAN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Admission = herald.Admission{}
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.PollInterval = 250 * time.Millisecond },
+		[]herald.Route{{Name: "lora", Carrier: n, Policy: p}})
+	r.start()
+	m := r.send(herald.SendRequest{Route: "lora", Target: "0102030405060708", Payload: []byte{1}, Params: map[string]string{"confirmed": "false"}})
+	eventually(t, func() bool { n.mu.Lock(); defer n.mu.Unlock(); return n.sends == 1 }, patience)
+	body, _ := json.Marshal(networkEvent{Item: "q-" + m.ID, Dedup: "tx"})
+	if err := r.eng.Ingest(context.Background(), "lora", "txack", "", body); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		evs, err := r.store.InboundByCorrelation(context.Background(), "lora", "tx")
+		return err == nil && len(evs) == 1 && evs[0].DueAt.Equal(r.clock.Now().Add(5*time.Millisecond))
+	}, patience)
+	close(n.hold)
+	eventually(t, func() bool { return r.get(m.ID).Status == herald.StatusDeliveredToNS }, patience)
+	r.advance(5 * time.Millisecond)
+	if s := r.get(m.ID).Status; s != herald.StatusDeliverySuccessful {
+		t.Fatalf("5 ms after the txack came early: %s, want DELIVERY_SUCCESSFUL", s)
+	}
+}
+
 func TestPushUplinkThatAnswersNoMessageGoesToSubscribers(t *testing.T) {
 	r := newPushRig(t)
 	r.ingest("up", networkEvent{Dedup: "d9", Data: "BQY="})
