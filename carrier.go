@@ -77,6 +77,12 @@ type Laner interface {
 // SendResult is what a carrier says when it accepts a message.
 type SendResult struct {
 	ExternalID string
+	// StageTimeout, when positive, is a push carrier's own bound on the
+	// DELIVERED_TO_NS stage of this send, in place of its route's carrier
+	// timeout: how long it waits for its network's answer (an LXMF
+	// recipient's proof, as long as its packet's receipt lives). The
+	// reaper handles the deadline as any carrier timeout.
+	StageTimeout time.Duration
 }
 
 // Poller is implemented by pull carriers: it asks the carrier how a task it

@@ -459,6 +459,9 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 	case PathPush:
 		t.To = StatusDeliveredToNS
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
+		if res.StageTimeout > 0 {
+			t.Deadline = now.Add(res.StageTimeout)
+		}
 	case PathPull:
 		t.To = StatusDeliveredToNS
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)

@@ -465,3 +465,34 @@ func TestPushLateAckAfterTheDeviceTimeoutIsAdopted(t *testing.T) {
 		t.Errorf("events %+v, want one DELIVERY_SUCCESSFUL", evs)
 	}
 }
+
+// timedNetwork is a network whose sends bound their own wait for the
+// network's answer (SendResult.StageTimeout), as an LXMF proof's does.
+type timedNetwork struct{ network }
+
+func (n *timedNetwork) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	res, err := n.network.Send(ctx, m)
+	res.StageTimeout = 12 * time.Second
+	return res, err
+}
+
+// TestPushStageTimeoutOfTheSendBoundsItsWait: a push carrier's own bound
+// on a send's DELIVERED_TO_NS stage replaces the route's carrier timeout
+// (15 min here): the message is retried once it passes.
+func TestPushStageTimeoutOfTheSendBoundsItsWait(t *testing.T) {
+	p, err := herald.ProfilePolicy(herald.ProfileLXMF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, []herald.Route{{Name: "mesh", Carrier: &timedNetwork{}, Policy: p}})
+	r.start()
+	m := r.send(herald.SendRequest{Route: "mesh", Target: "a", Text: "hi"})
+	r.settle()
+	if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || got.Deadline.Sub(r.clock.Now()) != 12*time.Second {
+		t.Fatalf("accepted: %s with its deadline in %v, want DELIVERED_TO_NS for 12s", got.Status, got.Deadline.Sub(r.clock.Now()))
+	}
+	r.advance(12 * time.Second)
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Attempt != 1 {
+		t.Fatalf("12 s later: %s at attempt %d, want TO_RETRY", got.Status, got.Attempt)
+	}
+}
