@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -36,9 +37,10 @@ func recheckAfter(age time.Duration) time.Duration {
 const EventUplink Status = "uplink"
 
 // ParseEventType parses a subscriber's event type: a status, "uplink",
-// or a lane event's (lane.circuit_open, lane.circuit_closed).
+// a message event's (lxmf.message) or a lane event's (lane.circuit_open,
+// lane.circuit_closed).
 func ParseEventType(s string) (Status, error) {
-	if s == string(EventUplink) || isLaneEvent(Status(s)) {
+	if s == string(EventUplink) || isLaneEvent(Status(s)) || slices.Contains(MessageEventTypes, Status(s)) {
 		return Status(s), nil
 	}
 	return ParseStatus(s)
@@ -101,6 +103,8 @@ func (e *Engine) applyInbound(ctx context.Context, ev Inbound) {
 		s, err = e.onMessage(ctx, ev, e.transmitted)
 	case InboundFailed:
 		s, err = e.onMessage(ctx, ev, e.dropped)
+	case InboundMessage:
+		s = e.messageEvent(ev)
 	default:
 		e.obs.Inbound(ev.Route, string(ev.Kind), "ignored")
 		s = InboundSettle{Done: []string{ev.ID}}
@@ -345,4 +349,22 @@ func (e *Engine) lone(ack Inbound) InboundSettle {
 	e.obs.Inbound(ack.Route, string(ack.Kind), "unpaired")
 	e.log.Warn("device ack without its uplink within the window: dropped", "route", ack.Route, "external_id", ack.ExternalID)
 	return InboundSettle{Done: []string{ack.ID}}
+}
+
+// messageEvent sends a message the network delivered to herald (an LXMF
+// message to its own address) to the subscribers of its type, in the
+// write that deletes it. One of an unknown type is dropped and counted.
+func (e *Engine) messageEvent(ev Inbound) InboundSettle {
+	typ := Status(ev.Reason)
+	if !slices.Contains(MessageEventTypes, typ) {
+		e.obs.Inbound(ev.Route, string(ev.Kind), "ignored")
+		e.log.Warn("carrier message event of an unknown type: dropped", "route", ev.Route, "type", ev.Reason)
+		return InboundSettle{Done: []string{ev.ID}}
+	}
+	e.obs.Inbound(ev.Route, string(ev.Kind), "message")
+	s := InboundSettle{Done: []string{ev.ID}, Notify: e.notifyFor(typ)}
+	if len(s.Notify) > 0 {
+		s.Event = &Event{ID: "message." + ev.ID, Type: typ, At: e.clock.Now(), Data: ev.Uplink}
+	}
+	return s
 }

@@ -496,3 +496,68 @@ func TestPushStageTimeoutOfTheSendBoundsItsWait(t *testing.T) {
 		t.Fatalf("12 s later: %s at attempt %d, want TO_RETRY", got.Status, got.Attempt)
 	}
 }
+
+// messageNetwork is a network that also delivers messages to herald
+// itself: its "message" event is an InboundMessage of type lxmf.message.
+type messageNetwork struct{ network }
+
+func (n *messageNetwork) ReadEvent(eventType, ct string, body []byte) (herald.Inbound, bool, error) {
+	if eventType == "message" {
+		return herald.Inbound{Kind: herald.InboundMessage, Reason: string(herald.EventLXMFMessage), Uplink: body}, true, nil
+	}
+	if eventType == "odd" {
+		return herald.Inbound{Kind: herald.InboundMessage, Reason: "odd.message", Uplink: body}, true, nil
+	}
+	return n.network.ReadEvent(eventType, ct, body)
+}
+
+// TestPushMessageToHeraldGoesToItsSubscribersAtOnce: a message the
+// network delivered to herald itself (an LXMF message to its address)
+// reaches the subscribers of its type, with its body, without the 10 s an
+// uplink waits for its ack; one of a type herald does not know is dropped.
+func TestPushMessageToHeraldGoesToItsSubscribersAtOnce(t *testing.T) {
+	p, err := herald.ProfilePolicy(herald.ProfileLXMF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, only := &recordingSink{}, &recordingSink{}
+	r := newRig(t, []herald.Route{{Name: "mesh", Carrier: &messageNetwork{}, Policy: p}},
+		herald.Subscriber{Name: "all", Sink: all},
+		herald.Subscriber{Name: "ends", Sink: only, Types: []herald.Status{herald.StatusDeliveryFailed}})
+	r.start()
+	for _, typ := range []string{"message", "odd"} {
+		if err := r.eng.Ingest(context.Background(), "mesh", typ, "application/json", []byte(`{"source":"ab","content":"hi `+typ+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.settle()
+	got := all.delivered()
+	if len(got) != 1 || got[0].Type != herald.EventLXMFMessage || string(got[0].LXMF) != `{"source":"ab","content":"hi message"}` || got[0].Uplink != nil {
+		t.Fatalf("the subscriber of every type got %+v, want the lxmf.message event alone", got)
+	}
+	if n := len(only.delivered()); n != 0 {
+		t.Errorf("a subscriber of DELIVERY_FAILED only got %d events", n)
+	}
+	if typ, err := herald.ParseEventType("lxmf.message"); err != nil || typ != herald.EventLXMFMessage {
+		t.Errorf("ParseEventType(lxmf.message) = %q, %v", typ, err)
+	}
+}
+
+// listenOnlyNetwork is a network whose events come through its own
+// connection only.
+type listenOnlyNetwork struct{ network }
+
+func (*listenOnlyNetwork) ListenOnly() {}
+
+// TestListenOnlyRouteTakesNoHTTPEvents: the HTTP ingress takes no event
+// for a route whose carrier listens to its network itself and says so.
+func TestListenOnlyRouteTakesNoHTTPEvents(t *testing.T) {
+	p, _ := herald.ProfilePolicy(herald.ProfileLXMF)
+	r := newRig(t, []herald.Route{{Name: "mesh", Carrier: &listenOnlyNetwork{}, Policy: p}, {Name: "lora", Carrier: &network{}, Policy: p}})
+	if _, ok := r.eng.IngressSecret("mesh"); ok {
+		t.Error("a listen-only route takes HTTP events")
+	}
+	if secret, ok := r.eng.IngressSecret("lora"); !ok || secret != "s3cret" {
+		t.Errorf("another push route: %q, %v", secret, ok)
+	}
+}
