@@ -293,7 +293,7 @@ func (n *Node) handleData(p *Packet, from Interface) {
 			l.receive(p)
 		}
 	case DestPlain:
-		if dest, tag, ok := parsePathRequest(p); ok {
+		if dest, tag, ok := ParsePathRequest(p); ok {
 			n.answerPathRequest(dest, tag, from)
 		}
 	case DestSingle:

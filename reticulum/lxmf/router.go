@@ -36,6 +36,11 @@ type RouterConfig struct {
 	StampCost   int
 	// OnMessage receives each new message addressed to this destination.
 	OnMessage func(*Received)
+	// AcceptResource decides whether to take a message offered as a
+	// resource of the given size over a delivery link; nil takes every
+	// one. Declining it is the reference's rejection (REJECTED at the
+	// sender).
+	AcceptResource func(size int) bool
 	// Inactivity timeouts of cached delivery and propagation links.
 	LinkInactivity            time.Duration
 	PropagationLinkInactivity time.Duration
@@ -99,6 +104,9 @@ func NewRouter(node *reticulum.Node, cfg RouterConfig) (*Router, error) {
 				r.deliver(data, MethodDirect)
 			},
 			Resource: func(_ *reticulum.Link, data []byte) { r.deliver(data, MethodDirect) },
+			ResourceFilter: func(_ *reticulum.Link, size int) bool {
+				return cfg.AcceptResource == nil || cfg.AcceptResource(size)
+			},
 		})
 	})
 	return r, nil
