@@ -27,8 +27,10 @@ bench:
 	go run ./cmd/herald bench
 	go test -run '^$$' -bench . -benchtime 5000x ./store/...
 
-## build: build bin/herald
+## build: build bin/herald (VERSION=v1.2.3 to name a release)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 build:
-	go build -o bin/herald ./cmd/herald
+	@echo "building bin/herald $(VERSION): the first build compiles SQLite (about 2 minutes)"
+	go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/herald ./cmd/herald
 
 .PHONY: help demo run test lint bench build

@@ -66,26 +66,30 @@ func (e *Engine) Replay(ctx context.Context, tenant, id string) (*Message, error
 	return e.Get(ctx, tenant, id)
 }
 
-// replay re-queues m to be dispatched at due.
+// replay re-queues m to be dispatched at due. A room's delivery is
+// re-queued only while its subscription exists, checked in the same write
+// (Transition.RequireSubscription), so that a deletion racing the replay
+// leaves no QUEUED delivery without a subscription.
 func (e *Engine) replay(ctx context.Context, m *Message, due time.Time, reason string) error {
 	if m.Status != StatusDeliveryFailed && m.Status != StatusCancelled {
 		return fmt.Errorf("%w: message is %s", ErrNotReplayable, m.Status)
 	}
-	if strings.HasPrefix(m.Route, RoomRoutePrefix) { // a room's delivery, whose subscription may be gone
-		if _, err := e.store.Subscription(ctx, m.Target); errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("%w: its subscription is deleted", ErrNotReplayable)
-		} else if err != nil {
-			return err
-		}
-	}
 	now := e.clock.Now()
 	t := Transition{From: m.Status, To: StatusQueued, At: now, DueAt: due, ResetAttempts: true, Reason: reason}
+	if strings.HasPrefix(m.Route, RoomRoutePrefix) {
+		t.RequireSubscription = m.Target
+	}
 	if !m.ExpiresAt.IsZero() {
 		// The replayed message gets a fresh window as long as its first one.
 		t.ExpiresAt = due.Add(m.ExpiresAt.Sub(m.CreatedAt))
 	}
 	err := e.transition(ctx, m, t)
 	if errors.Is(err, ErrConflict) {
+		if t.RequireSubscription != "" {
+			if _, err := e.store.Subscription(ctx, m.Target); errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("%w: its subscription is deleted", ErrNotReplayable)
+			}
+		}
 		return fmt.Errorf("%w: message changed meanwhile", ErrNotReplayable)
 	}
 	if err == nil {

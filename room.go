@@ -206,15 +206,19 @@ type DeliveryEnd struct {
 }
 
 // PullClaim is a Store.Pull: up to Limit of the QUEUED pull messages of
-// Route and Target, due at Now and not expired by then, leased until
-// Deadline.
+// Route and Target, due at Now and not expired by then, leased under
+// Lease until Deadline.
 type PullClaim struct {
 	Route    string
 	Target   string
 	Now      time.Time
 	Limit    int
 	Deadline time.Time
-	Reason   string // the timeline entry's
+	// Lease is the fencing token every message leased gets: non-zero,
+	// and drawn at random by the engine (see LeaseID), so that no puller
+	// can guess another's.
+	Lease  int64
+	Reason string // the timeline entry's
 }
 
 // Limits of rooms and subscriptions.
@@ -299,10 +303,12 @@ func checkPushURL(s string) error {
 
 // DeliveryView is the JSON shape of a room's delivery as its subscriber
 // gets it: the body of a push, an item of a pull. ID is the delivery's
-// message id, the same on every redelivery; Attempt counts the
-// redeliveries before this one (0 on the first send).
+// message id, the same on every redelivery; LeaseID, in a pull's items
+// only, names the lease that Ack and Nack take (see Message.LeaseID);
+// Attempt counts the redeliveries before this one (0 on the first send).
 type DeliveryView struct {
 	ID            string          `json:"id"`
+	LeaseID       string          `json:"lease_id,omitempty"`
 	EventID       string          `json:"event_id"`
 	Room          string          `json:"room"`
 	Type          string          `json:"type"`
@@ -314,7 +320,7 @@ type DeliveryView struct {
 
 // DeliveryView returns the shape of m, a room's delivery, as its
 // subscriber gets it while m is sent or leased (m.Attempt counts that
-// send).
+// send), without a LeaseID: a pull's answer adds m.LeaseID().
 func (m *Message) DeliveryView() DeliveryView {
 	data := json.RawMessage(m.Text)
 	if !json.Valid(data) {

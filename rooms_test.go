@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func roomRig(t *testing.T) *rig {
 // roomRoute is the route of the rooms' deliveries on store.
 func roomRoute(t *testing.T, store herald.Store) herald.Route {
 	t.Helper()
-	c, err := room.New(room.Config{Subscriptions: store})
+	c, err := room.New(room.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,14 +314,27 @@ func TestRoomPull(t *testing.T) {
 		t.Fatalf("third pull: %v, want none: all are leased", ids(got))
 	}
 
-	if n, err := r.eng.Ack(ctx, "acme", sub.ID, []string{acked, "no-such-id"}); err != nil || n != 1 {
-		t.Fatalf("ack: %d %v, want 1", n, err)
+	if first[0].LeaseID() == "" || first[0].LeaseID() == first[1].LeaseID() {
+		t.Fatalf("lease ids %q and %q, want one of its own for each delivery", first[0].LeaseID(), first[1].LeaseID())
 	}
-	if n, _ := r.eng.Ack(ctx, "acme", sub.ID, []string{acked}); n != 0 {
-		t.Errorf("second ack of the same delivery: %d, want 0", n)
+	nobody := acked + ".0123456789abcdef" // the delivery, a lease it never had
+	if n, lost, err := r.eng.Ack(ctx, "acme", sub.ID, []string{first[0].LeaseID(), nobody}); err != nil || n != 1 || !slices.Equal(lost, []string{nobody}) {
+		t.Fatalf("ack: %d %v %v, want 1 and the made-up lease lost", n, lost, err)
 	}
-	if n, err := r.eng.Ack(ctx, "other", sub.ID, []string{nacked}); !errors.Is(err, herald.ErrNotFound) || n != 0 {
+	if n, lost, _ := r.eng.Ack(ctx, "acme", sub.ID, []string{first[0].LeaseID()}); n != 0 || len(lost) != 1 {
+		t.Errorf("second ack of the same lease: %d %v, want 0 and the lease lost", n, lost)
+	}
+	if n, _, err := r.eng.Ack(ctx, "other", sub.ID, []string{first[1].LeaseID()}); !errors.Is(err, herald.ErrNotFound) || n != 0 {
 		t.Errorf("ack by another tenant: %d %v, want ErrNotFound", n, err)
+	}
+	for _, bad := range [][]string{{acked}, {first[1].LeaseID(), "x.0123456789abcdef0"}, {".0123456789abcdef"}, {acked + ".0000000000000000"}} {
+		var invalid *herald.InvalidError
+		if n, _, err := r.eng.Ack(ctx, "acme", sub.ID, bad); !errors.As(err, &invalid) || !strings.HasPrefix(invalid.Field, "lease_ids") || n != 0 {
+			t.Errorf("ack of %q: %d %v, want an *InvalidError naming lease_ids", bad, n, err)
+		}
+	}
+	if m := r.get(nacked); m.Status != herald.StatusSentToNS {
+		t.Errorf("a refused ack changed the delivery it named well: %s", m.Status)
 	}
 	m := r.get(acked)
 	checkTimeline(t, m, []step{{"", herald.StatusQueued, 0}, {herald.StatusQueued, herald.StatusSentToNS, 1}, {herald.StatusSentToNS, herald.StatusDeliverySuccessful, 1}})
@@ -327,8 +342,8 @@ func TestRoomPull(t *testing.T) {
 		t.Errorf("timeline reasons %q, %q", m.Timeline[1].Reason, m.Timeline[2].Reason)
 	}
 
-	if n, err := r.eng.Nack(ctx, "acme", sub.ID, []string{nacked}); err != nil || n != 1 {
-		t.Fatalf("nack: %d %v, want 1", n, err)
+	if n, lost, err := r.eng.Nack(ctx, "acme", sub.ID, []string{first[1].LeaseID()}); err != nil || n != 1 || len(lost) != 0 {
+		t.Fatalf("nack: %d %v %v, want 1", n, lost, err)
 	}
 	r.advance(999 * time.Millisecond)
 	if got := r.pull(sub.ID, 10, 30*time.Second); len(got) != 0 {
@@ -350,15 +365,77 @@ func TestRoomPull(t *testing.T) {
 		t.Fatalf("after its lease: %s %q, want TO_RETRY \"lease expired\"", m.Status, m.Timeline[len(m.Timeline)-1].Reason)
 	}
 	r.advance(time.Second)
-	if got := ids(r.pull(sub.ID, 10, time.Minute)); !slices.Contains(got, expired) {
-		t.Errorf("pull after the expired lease's backoff: %v, want %s back", got, expired)
+	back := r.pull(sub.ID, 10, time.Minute)
+	if got := ids(back); !slices.Contains(got, expired) {
+		t.Fatalf("pull after the expired lease's backoff: %v, want %s back", got, expired)
 	}
-	if _, err := r.eng.Ack(ctx, "acme", sub.ID, []string{expired}); err != nil {
-		t.Fatal(err)
+	var leases []string
+	for _, m := range back {
+		leases = append(leases, m.LeaseID())
+	}
+	if n, lost, err := r.eng.Ack(ctx, "acme", sub.ID, leases); err != nil || n != len(back) || len(lost) != 0 {
+		t.Fatalf("ack of the pull: %d %v %v, want %d", n, lost, err, len(back))
 	}
 	push := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: "http://127.0.0.1:9/"})
 	if _, err := r.eng.Pull(ctx, "acme", push.ID, 1, 0); !errors.Is(err, herald.ErrNotPull) {
 		t.Errorf("pull of a push subscription: %v, want ErrNotPull", err)
+	}
+}
+
+// TestRoomLateAckOfAnExpiredLease: puller A's lease runs out, the
+// delivery comes back and puller B leases it; A's late ack and nack name
+// a lease no longer held: both come back lost and change nothing, and B's
+// ack acknowledges it.
+func TestRoomLateAckOfAnExpiredLease(t *testing.T) {
+	r := roomRig(t)
+	r.start()
+	ctx := context.Background()
+	r.createRoom(herald.RoomRequest{Name: "orders", Delivery: herald.DeliveryOverrides{Delay: ptr(time.Second), Attempts: ptr(3)}})
+	sub := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	id := delivery(t, r.publish("orders", herald.PublishRequest{Type: "t"}), sub.ID)
+	r.settle()
+	a := r.pull(sub.ID, 1, 10*time.Second)
+	r.advance(10 * time.Second) // A's lease runs out: TO_RETRY, due 1 s later
+	r.advance(time.Second)
+	b := r.pull(sub.ID, 1, 10*time.Second)
+	if len(a) != 1 || len(b) != 1 || b[0].ID != id || b[0].LeaseID() == a[0].LeaseID() {
+		t.Fatalf("pulls: A %v, B %v; want the one delivery, under two leases", ids(a), ids(b))
+	}
+	before := r.get(id)
+	if n, lost, err := r.eng.Nack(ctx, "acme", sub.ID, []string{a[0].LeaseID()}); err != nil || n != 0 || !slices.Equal(lost, []string{a[0].LeaseID()}) {
+		t.Errorf("A's late nack: %d %v %v, want 0 and its lease lost", n, lost, err)
+	}
+	if n, lost, err := r.eng.Ack(ctx, "acme", sub.ID, []string{a[0].LeaseID()}); err != nil || n != 0 || !slices.Equal(lost, []string{a[0].LeaseID()}) {
+		t.Errorf("A's late ack: %d %v %v, want 0 and its lease lost", n, lost, err)
+	}
+	if m := r.get(id); m.Status != herald.StatusSentToNS || m.Lease != b[0].Lease || len(m.Timeline) != len(before.Timeline) {
+		t.Fatalf("after A's late ack and nack: %s lease %d, %d timeline entries; want B's lease untouched (%d entries)",
+			m.Status, m.Lease, len(m.Timeline), len(before.Timeline))
+	}
+	if n, lost, err := r.eng.Ack(ctx, "acme", sub.ID, []string{b[0].LeaseID()}); err != nil || n != 1 || len(lost) != 0 {
+		t.Fatalf("B's ack: %d %v %v, want 1", n, lost, err)
+	}
+	if m := r.get(id); m.Status != herald.StatusDeliverySuccessful {
+		t.Errorf("after B's ack: %s, want DELIVERY_SUCCESSFUL", m.Status)
+	}
+}
+
+// TestRoomAckAfterTheLeaseEndedBeforeTheReaper: an ack that comes after
+// its lease's end is lost, even before the reaper has handed the delivery
+// back (the engine's loops do not run here).
+func TestRoomAckAfterTheLeaseEndedBeforeTheReaper(t *testing.T) {
+	r := roomRig(t)
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	sub := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	r.publish("orders", herald.PublishRequest{Type: "t"})
+	got := r.pull(sub.ID, 1, 10*time.Second)
+	r.clock.Advance(10 * time.Second)
+	n, lost, err := r.eng.Ack(context.Background(), "acme", sub.ID, []string{got[0].LeaseID()})
+	if err != nil || n != 0 || len(lost) != 1 {
+		t.Fatalf("ack at the lease's end: %d %v %v, want its lease lost", n, lost, err)
+	}
+	if m := r.get(got[0].ID); m.Status != herald.StatusSentToNS {
+		t.Errorf("after the late ack: %s, want SENT_TO_NS, for the reaper to hand back", m.Status)
 	}
 }
 
@@ -399,6 +476,114 @@ func TestRoomDeleteCancels(t *testing.T) {
 	}
 	if _, err := r.eng.Publish(ctx, "acme", "orders", herald.PublishRequest{Type: "t"}); !errors.Is(err, herald.ErrNotFound) {
 		t.Errorf("publish to the deleted room: %v, want ErrNotFound", err)
+	}
+}
+
+// claimHookStore is a store that calls afterClaim, when set, with what
+// each claim took, before the claim returns to the dispatcher.
+type claimHookStore struct {
+	herald.Store
+	afterClaim atomic.Pointer[func([]*herald.Message)]
+}
+
+func (s *claimHookStore) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, error) {
+	msgs, err := s.Store.Claim(ctx, c)
+	if f := s.afterClaim.Load(); f != nil && err == nil {
+		(*f)(msgs)
+	}
+	return msgs, err
+}
+
+// TestRoomDeletionDuringABufferedPushSendsNothing: subscription b's
+// delivery is claimed (SENT_TO_NS, on its way to the carrier) and b is
+// deleted before the call, its endpoint's carrier known from an earlier
+// push. The delivery is not POSTed: it ended "subscription deleted" with
+// the deletion.
+func TestRoomDeletionDuringABufferedPushSendsNothing(t *testing.T) {
+	st := &claimHookStore{}
+	r := newRigWith(t, func(c *herald.Config) {
+		st.Store = c.Store
+		c.Store = st
+		c.Routes = append(c.Routes, roomRoute(t, st))
+	}, nil)
+	var (
+		mu    sync.Mutex
+		posts = map[string]int{} // by subscription
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		posts[req.Header.Get("X-Herald-Target")]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	postsTo := func(sub string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return posts[sub]
+	}
+	r.start()
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	b := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: srv.URL})
+	r.publish("orders", herald.PublishRequest{Type: "t"})
+	r.settle()
+	if n := postsTo(b.ID); n != 1 {
+		t.Fatalf("first event: %d posts, want 1", n)
+	}
+
+	var deleted atomic.Bool
+	deleteOnClaim := func(claimed []*herald.Message) {
+		if len(claimed) > 0 && !deleted.Swap(true) {
+			if err := r.eng.DeleteSubscription(context.Background(), "acme", b.ID); err != nil {
+				t.Errorf("delete: %v", err)
+			}
+		}
+	}
+	st.afterClaim.Store(&deleteOnClaim)
+	buffered := delivery(t, r.publish("orders", herald.PublishRequest{Type: "t"}), b.ID)
+	r.settle()
+	if !deleted.Load() {
+		t.Fatal("the second delivery was never claimed")
+	}
+	if n := postsTo(b.ID); n != 1 {
+		t.Errorf("%d posts to the deleted subscription, want only the first event's", n)
+	}
+	m := r.get(buffered)
+	if last := m.Timeline[len(m.Timeline)-1]; m.Status != herald.StatusDeliveryFailed || last.Reason != "subscription deleted" || m.Attempt != 1 {
+		t.Errorf("the claimed delivery: %s %q at attempt %d, want DELIVERY_FAILED \"subscription deleted\" at attempt 1", m.Status, last.Reason, m.Attempt)
+	}
+}
+
+// TestRoomReplayRacingDeletion replays a cancelled delivery while its
+// subscription is deleted, again and again: whichever goes first, no
+// delivery of the deleted subscription is left QUEUED, and a replay that
+// lost says the subscription is deleted.
+func TestRoomReplayRacingDeletion(t *testing.T) {
+	r := roomRig(t)
+	ctx := context.Background()
+	r.createRoom(herald.RoomRequest{Name: "orders"})
+	for range 30 {
+		sub := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+		id := delivery(t, r.publish("orders", herald.PublishRequest{Type: "t"}), sub.ID)
+		if _, err := r.eng.Cancel(ctx, "acme", id); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg                sync.WaitGroup
+			replayErr, delErr error
+		)
+		wg.Go(func() { _, replayErr = r.eng.Replay(ctx, "acme", id) })
+		wg.Go(func() { delErr = r.eng.DeleteSubscription(ctx, "acme", sub.ID) })
+		wg.Wait()
+		if delErr != nil {
+			t.Fatal(delErr)
+		}
+		if replayErr != nil && (!errors.Is(replayErr, herald.ErrNotReplayable) || !strings.Contains(replayErr.Error(), "subscription is deleted")) {
+			t.Fatalf("replay: %v, want success or ErrNotReplayable for the deleted subscription", replayErr)
+		}
+		if m := r.get(id); m.Status != herald.StatusCancelled {
+			t.Fatalf("the delivery of the deleted subscription: %s (replay: %v), want CANCELLED", m.Status, replayErr)
+		}
 	}
 }
 

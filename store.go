@@ -101,7 +101,8 @@ type Store interface {
 	Release(ctx context.Context, now time.Time, limit int) (int, error)
 
 	// Transition applies t if the message is still in t.From (and, when
-	// t.Lease != 0, still under that lease); otherwise it changes nothing and
+	// t.Lease != 0, still under that lease, and when t.RequireSubscription
+	// is set, that subscription exists); otherwise it changes nothing and
 	// returns ErrConflict. It returns ErrNotFound for an unknown id. When
 	// t.To == t.From the status stays and no timeline entry is written: the
 	// transition only updates the fields (a poll rescheduled, a deadline
@@ -222,7 +223,7 @@ type Store interface {
 	// (ExpiresAt zero or after p.Now), to SENT_TO_NS, highest priority
 	// first and first-in first-out within a priority, and returns them
 	// (without timelines): it increments Attempt, sets Deadline to
-	// p.Deadline, assigns a fresh Lease and records the transition with
+	// p.Deadline, sets Lease to p.Lease and records the transition with
 	// p.Reason. A message is leased to one caller only, across processes.
 	// Claim never takes a Pull message.
 	Pull(ctx context.Context, p PullClaim) ([]*Message, error)
@@ -304,6 +305,13 @@ type Transition struct {
 	LastError  string    // when non-empty, replaces LastError
 	// ResetAttempts sets Attempt to 0 (replay).
 	ResetAttempts bool
+	// RequireSubscription, when set, applies the transition only while
+	// the room subscription of that id exists, read in the same write:
+	// otherwise it changes nothing and returns ErrConflict. A replay of a
+	// room's delivery names the delivery's subscription, so that it
+	// cannot re-queue a delivery whose subscription a deletion racing it
+	// has just ended.
+	RequireSubscription string
 	// UndoAttempt takes one from Attempt: the send did not count (the
 	// carrier said "not now").
 	UndoAttempt bool

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/carrier/telegram"
+	"github.com/heraldmq/herald/clock"
 	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/internal/httpsend"
 	tgsim "github.com/heraldmq/herald/sim/telegram"
@@ -32,10 +33,15 @@ const (
 // tgRig is an engine with one telegram route, "chat", whose carrier talks
 // over real HTTP to a Bot API simulator behind a recorder: the recorder
 // notes each sendMessage call's chat and the engine's (fake) time, and a
-// test's hook may answer a call itself instead of the simulator.
+// test's hook may answer a call itself instead of the simulator. The
+// simulator keeps Telegram's flood limit, one message a second per chat,
+// on the engine's clock; the carrier is wired as herald serve wires it:
+// each chunk bound by the route's accept timeout, the chunks of a text
+// spaced by the route's spacing, waited on the engine's clock.
 type tgRig struct {
 	*rig
-	sim *tgsim.Sim
+	sim   *tgsim.Sim
+	pacer *pacer
 
 	mu    sync.Mutex
 	calls []tgCall
@@ -45,6 +51,20 @@ type tgRig struct {
 type tgCall struct {
 	at   time.Time
 	chat string
+}
+
+// pacer is the carrier's clock: the engine's, noting each wait the carrier
+// starts (its spacing between chunks), which the rig's settle moves the
+// clock past.
+type pacer struct {
+	clock.Clock
+	waits chan time.Duration
+}
+
+func (p *pacer) AfterFunc(d time.Duration, f func()) clock.Timer {
+	t := p.Clock.AfterFunc(d, f)
+	p.waits <- d
+	return t
 }
 
 // newTelegramRig builds the rig. The route's policy is what the config
@@ -59,27 +79,62 @@ func newTelegramRig(t *testing.T, token string, adjust func(*herald.Route)) *tgR
 // adjustCfg (a wrapped store).
 func newTelegramRigWith(t *testing.T, token string, adjust func(*herald.Route), adjustCfg func(*herald.Config)) *tgRig {
 	t.Helper()
-	tr := &tgRig{sim: tgsim.New(tgsim.Config{Token: tgToken, Chats: []tgsim.Chat{
+	tr := &tgRig{}
+	tr.sim = tgsim.New(tgsim.Config{Token: tgToken, FloodLimit: 1, Now: func() time.Time { return tr.clock.Now() }, Chats: []tgsim.Chat{
 		{ID: tgAlice}, {ID: tgDave}, {ID: tgBob, Status: tgsim.StatusBlocked}, {ID: tgGroup, Status: tgsim.StatusKicked},
-	}})}
+	}})
 	srv := httptest.NewServer(http.HandlerFunc(tr.serve))
 	t.Cleanup(srv.Close)
 	client := httpsend.NewClient()
 	t.Cleanup(client.CloseIdleConnections)
-	c, err := telegram.New(telegram.Config{Token: token, BaseURL: srv.URL, Client: client})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := config.Route{Name: "chat", Carrier: config.CarrierTelegram}.Policy()
 	if err != nil {
 		t.Fatal(err)
 	}
-	route := herald.Route{Name: "chat", Carrier: c, Policy: p}
+	route := herald.Route{Name: "chat", Policy: p}
 	if adjust != nil {
 		adjust(&route)
 	}
-	tr.rig = newRigWith(t, adjustCfg, []herald.Route{route})
+	tr.rig = newRigWith(t, func(cfg *herald.Config) {
+		tr.pacer = &pacer{Clock: cfg.Clock, waits: make(chan time.Duration, 16)}
+		c, err := telegram.New(telegram.Config{Token: token, BaseURL: srv.URL, Client: client,
+			ChunkTimeout: route.Policy.Timeouts.Accept, Spacing: route.Policy.Admission.Spacing, Clock: tr.pacer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		route.Carrier = c
+		cfg.Routes = []herald.Route{route}
+		adjustCfg(cfg)
+	}, nil)
 	return tr
+}
+
+// settle waits until the engine is idle, moving the clock on past each
+// wait of the carrier's between chunks as it starts.
+func (tr *tgRig) settle() {
+	tr.t.Helper()
+	deadline := time.Now().Add(patience)
+	for !tr.eng.Idle() {
+		select {
+		case d := <-tr.pacer.waits:
+			tr.clock.Advance(d)
+			continue
+		default:
+		}
+		if time.Now().After(deadline) {
+			tr.t.Fatalf("the engine is not idle after %v", patience)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// advance moves the clock by d once the engine is idle, and waits until it
+// is idle again (see settle).
+func (tr *tgRig) advance(d time.Duration) {
+	tr.t.Helper()
+	tr.settle()
+	tr.clock.Advance(d)
+	tr.settle()
 }
 
 func (tr *tgRig) serve(w http.ResponseWriter, r *http.Request) {
@@ -180,6 +235,87 @@ func TestTelegramRetryAfterChunkTwoOfThreeSendsOnlyTheThird(t *testing.T) {
 	}
 	if n := len(tr.sendCalls()); n != 4 {
 		t.Errorf("%d sendMessage calls, want 4 (3 chunks and the failed one)", n)
+	}
+}
+
+// TestTelegramLongTextKeepsThePaceOfItsChat sends a text of three chunks
+// to a chat that takes one message a second (the simulator's flood limit,
+// on the engine's clock), through a route whose accept timeout is 1 s,
+// and answers chunk 2 slowly (750 ms), after a spacing that took real time
+// too (500 ms): the chunks go 1 s apart on the engine's clock, so none
+// draws a 429, and chunk 2's slow answer is within its own bound, though
+// not within what the accept timeout would leave of the whole text's: the
+// text is delivered at its first attempt, each chunk shown once.
+func TestTelegramLongTextKeepsThePaceOfItsChat(t *testing.T) {
+	const accept = time.Second
+	tr := newTelegramRig(t, tgToken, func(r *herald.Route) { r.Policy.Timeouts.Accept = accept })
+	tr.setHook(func(n int, _ http.ResponseWriter, _ *http.Request) bool {
+		switch n {
+		case 2:
+			tr.sim.SetDelay(3 * accept / 4) // chunk 2 is shown, its answer comes late
+		case 3:
+			tr.sim.SetDelay(0)
+		}
+		return false
+	})
+	text, chunks := longText(t)
+	tr.start()
+	m := tr.send(herald.SendRequest{Route: "chat", Target: tgAliceID, Text: text})
+	// The spacings between chunks pass in steps, for the claim keeper to
+	// keep the message's claim (its accept timeout is as long as a
+	// spacing); the first takes real time too.
+	waits := 0
+	for deadline := time.Now().Add(patience); ; {
+		select {
+		case d := <-tr.pacer.waits:
+			if d != time.Second {
+				t.Fatalf("the carrier waits %v between chunks, want the chat's spacing, 1s", d)
+			}
+			if waits++; waits == 1 {
+				time.Sleep(accept / 2)
+			}
+			stepPastDeadlines(t, tr.rig, m.ID, d, false)
+			continue
+		case <-time.After(10 * time.Millisecond):
+		}
+		if st := tr.get(m.ID).Status; st.Terminal() || st == herald.StatusToRetry {
+			break // the first attempt ended
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first attempt did not end within %v", patience)
+		}
+	}
+	tr.settle()
+	if waits != len(chunks)-1 {
+		t.Errorf("the carrier waited %d times between chunks, want %d", waits, len(chunks)-1)
+	}
+	got := tr.get(m.ID)
+	if got.Status != herald.StatusDeliverySuccessful || got.Attempt != 1 || got.ExternalID != "1,2,3" {
+		t.Fatalf("ended %s at attempt %d, external id %q (%q); want DELIVERY_SUCCESSFUL at attempt 1 with 1,2,3",
+			got.Status, got.Attempt, got.ExternalID, got.LastError)
+	}
+	shown := tr.sim.Messages(tgAlice)
+	if len(shown) != len(chunks) {
+		t.Fatalf("the chat shows %d messages, want the %d chunks once each", len(shown), len(chunks))
+	}
+	for i, sm := range shown {
+		if sm.Text != strings.TrimSpace(chunks[i].Visible) {
+			t.Errorf("message %d shows %.40q…, want chunk %d", i+1, sm.Text, i+1)
+		}
+	}
+	for _, c := range tr.sim.Calls() {
+		if c.Status == http.StatusTooManyRequests {
+			t.Errorf("call %d answered 429 (%s): the chunks did not keep the chat's pace", c.Seq, c.Fault)
+		}
+	}
+	calls := tr.callsTo(tgAliceID)
+	for i := 1; i < len(calls); i++ {
+		if gap := calls[i].Sub(calls[i-1]); gap < time.Second {
+			t.Errorf("chunk %d came %v after chunk %d, want the chat's spacing, 1s", i+1, gap, i)
+		}
+	}
+	if len(calls) != len(chunks) {
+		t.Errorf("%d sendMessage calls, want %d", len(calls), len(chunks))
 	}
 }
 

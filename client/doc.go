@@ -24,7 +24,9 @@
 // A room fans each event published to it (Publish) out to its
 // subscriptions (CreateSubscription), one delivery each: pushed to a push
 // subscription's URL by the server, leased by a pull subscriber with Pull
-// and settled with Ack or Nack. Each delivery is a message of route
+// and settled with Ack or Nack, which name each delivery's lease (its
+// LeaseID), so that a lease that ran out settles nothing; each answers
+// the leases no longer held. Each delivery is a message of route
 // "room:<name>": Get, List, Cancel and Replay work on it.
 //
 // # Errors

@@ -322,11 +322,11 @@ func (c *Client) Event(ctx context.Context, room, id string) (Event, error) {
 
 // Pull leases the waiting deliveries of the pull subscription id (POST
 // /v1/subscriptions/{id}/pull), oldest first, highest priority first:
-// each is the caller's until Ack, Nack or the lease's end, which counts as
-// a Nack. None waiting is an empty slice. A push subscription is a 409
-// not_pull (IsConflict), an unknown one a 404. It is not retried on 503:
-// had the answer been lost after the lease was taken, its deliveries would
-// wait for the lease's end, an attempt spent.
+// each is the caller's until Ack or Nack names its LeaseID, or the lease
+// ends, which counts as a Nack. None waiting is an empty slice. A push
+// subscription is a 409 not_pull (IsConflict), an unknown one a 404. It
+// is not retried on 503: had the answer been lost after the lease was
+// taken, its deliveries would wait for the lease's end, an attempt spent.
 func (c *Client) Pull(ctx context.Context, id string, req PullRequest) ([]herald.DeliveryView, error) {
 	var out struct {
 		Deliveries []herald.DeliveryView `json:"deliveries"`
@@ -337,51 +337,62 @@ func (c *Client) Pull(ctx context.Context, id string, req PullRequest) ([]herald
 	return out.Deliveries, nil
 }
 
-// Ack acknowledges the deliveries ids, leased by Pull from the
-// subscription id (POST /v1/subscriptions/{id}/ack): each ends
-// DELIVERY_SUCCESSFUL. It returns how many were leased and are now
-// acknowledged; an id that is not leased (its lease ran out, or it was
-// acknowledged already) counts nothing. It is retried on 503
-// store_unavailable: a retry acknowledges nothing twice, though it does
-// not count what a lost answer did.
-func (c *Client) Ack(ctx context.Context, id string, ids []string) (int, error) {
-	n, err := c.settle(ctx, id, "ack", ids)
+// Ack acknowledges the deliveries of the subscription id that leaseIDs
+// name, each the LeaseID of a delivery as Pull gave it (POST
+// /v1/subscriptions/{id}/ack): each still held under its lease ends
+// DELIVERY_SUCCESSFUL. It returns how many did, and the lease ids no
+// longer held (the lease ran out, the delivery was pulled again,
+// acknowledged or ended), which changed nothing. A lease id Pull cannot
+// have given is a 400 (IsInvalid) that changes nothing. It is retried on
+// 503 store_unavailable: a retry acknowledges nothing twice, though a
+// lease that a lost answer acknowledged comes back lost.
+func (c *Client) Ack(ctx context.Context, id string, leaseIDs []string) (acked int, lost []string, err error) {
+	acked, lost, err = c.settle(ctx, id, "ack", leaseIDs)
 	if err != nil {
-		return 0, fmt.Errorf("herald: ack %d deliveries of subscription %s: %w", len(ids), id, err)
+		return 0, nil, fmt.Errorf("herald: ack %d deliveries of subscription %s: %w", len(leaseIDs), id, err)
 	}
-	return n, nil
+	return acked, lost, nil
 }
 
-// Nack hands back the deliveries ids, leased by Pull from the
-// subscription id (POST /v1/subscriptions/{id}/nack): each waits for its
-// subscription's backoff, or ends DELIVERY_FAILED when its attempts are
-// used up. It returns how many it handed back, and is retried as Ack is.
-func (c *Client) Nack(ctx context.Context, id string, ids []string) (int, error) {
-	n, err := c.settle(ctx, id, "nack", ids)
+// Nack hands back the deliveries of the subscription id that leaseIDs
+// name (POST /v1/subscriptions/{id}/nack): each still held under its
+// lease waits for its subscription's backoff, or ends DELIVERY_FAILED
+// when its attempts are used up. It returns how many it handed back and
+// the lease ids no longer held, and is retried as Ack is.
+func (c *Client) Nack(ctx context.Context, id string, leaseIDs []string) (nacked int, lost []string, err error) {
+	nacked, lost, err = c.settle(ctx, id, "nack", leaseIDs)
 	if err != nil {
-		return 0, fmt.Errorf("herald: nack %d deliveries of subscription %s: %w", len(ids), id, err)
+		return 0, nil, fmt.Errorf("herald: nack %d deliveries of subscription %s: %w", len(leaseIDs), id, err)
 	}
-	return n, nil
+	return nacked, lost, nil
 }
 
-// settle posts ids to the subscription id's verb ("ack" or "nack") and
-// returns the count the answer holds under verb + "ed".
-func (c *Client) settle(ctx context.Context, id, verb string, ids []string) (int, error) {
-	if ids == nil {
-		ids = []string{}
+// settle posts leaseIDs to the subscription id's verb ("ack" or "nack")
+// and returns the count the answer holds under verb + "ed", and its
+// "lost".
+func (c *Client) settle(ctx context.Context, id, verb string, leaseIDs []string) (int, []string, error) {
+	if leaseIDs == nil {
+		leaseIDs = []string{}
 	}
 	in := struct {
-		IDs []string `json:"ids"`
-	}{ids}
-	var out map[string]int
+		LeaseIDs []string `json:"lease_ids"`
+	}{leaseIDs}
+	var out struct {
+		Acked  *int     `json:"acked"`
+		Nacked *int     `json:"nacked"`
+		Lost   []string `json:"lost"`
+	}
 	if _, err := c.call(ctx, call{method: http.MethodPost, path: subscriptionPath(id, "/"+verb), in: in, out: &out, retry: true}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	n, ok := out[verb+"ed"]
-	if !ok {
-		return 0, fmt.Errorf("the answer has no %q", verb+"ed")
+	n := out.Acked
+	if verb == "nack" {
+		n = out.Nacked
 	}
-	return n, nil
+	if n == nil || out.Lost == nil {
+		return 0, nil, fmt.Errorf("the answer has no %q count or no \"lost\" list", verb+"ed")
+	}
+	return *n, out.Lost, nil
 }
 
 // roomPath is the path of the room name, followed by suffix.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,19 +229,26 @@ func TestPullAckNack(t *testing.T) {
 	if m, err := c.Get(ctx, got[0].ID); err != nil || m.Status != herald.StatusSentToNS {
 		t.Errorf("a leased delivery: %s, %v; want SENT_TO_NS", m.Status, err)
 	}
-	if n, err := c.Ack(ctx, sub.ID, []string{got[0].ID}); err != nil || n != 1 {
-		t.Errorf("Ack = %d, %v; want 1", n, err)
+	if got[0].LeaseID == "" || got[0].LeaseID == got[1].LeaseID {
+		t.Fatalf("lease ids %q and %q, want one for each delivery", got[0].LeaseID, got[1].LeaseID)
 	}
-	if n, err := c.Ack(ctx, sub.ID, []string{got[0].ID, "unknown"}); err != nil || n != 0 {
-		t.Errorf("Ack again = %d, %v; want 0: nothing leased", n, err)
+	if n, lost, err := c.Ack(ctx, sub.ID, []string{got[0].LeaseID}); err != nil || n != 1 || lost == nil || len(lost) != 0 {
+		t.Errorf("Ack = %d, %v, %v; want 1, none lost", n, lost, err)
+	}
+	if n, lost, err := c.Ack(ctx, sub.ID, []string{got[0].LeaseID}); err != nil || n != 0 || !slices.Equal(lost, []string{got[0].LeaseID}) {
+		t.Errorf("Ack again = %d, %v, %v; want 0 and the lease lost", n, lost, err)
+	}
+	_, _, err = c.Ack(ctx, sub.ID, []string{got[1].ID})
+	if e := wantAPIError(t, err, http.StatusBadRequest, client.CodeInvalidField); !strings.HasPrefix(e.Field(), "lease_ids") {
+		t.Errorf("an ack by the delivery's id: field %q, want lease_ids", e.Field())
 	}
 	waitFor(t, c, got[0].ID, herald.StatusDeliverySuccessful)
-	if n, err := c.Nack(ctx, sub.ID, []string{got[1].ID}); err != nil || n != 1 {
-		t.Errorf("Nack = %d, %v; want 1", n, err)
+	if n, lost, err := c.Nack(ctx, sub.ID, []string{got[1].LeaseID}); err != nil || n != 1 || len(lost) != 0 {
+		t.Errorf("Nack = %d, %v, %v; want 1", n, lost, err)
 	}
 	waitFor(t, c, got[1].ID, herald.StatusToRetry) // an hour's backoff
-	if n, err := c.Ack(ctx, sub.ID, nil); err != nil || n != 0 {
-		t.Errorf("Ack of nothing = %d, %v; want 0", n, err)
+	if n, lost, err := c.Ack(ctx, sub.ID, nil); err != nil || n != 0 || len(lost) != 0 {
+		t.Errorf("Ack of nothing = %d, %v, %v; want 0", n, lost, err)
 	}
 	rest, err := c.Pull(ctx, sub.ID, client.PullRequest{})
 	if err != nil || len(rest) != 1 || rest[0].EventID != events[2] {
@@ -252,14 +260,14 @@ func TestPullAckNack(t *testing.T) {
 	if err != nil || len(first) != 1 {
 		t.Fatalf("Pull = %+v, %v; want one delivery", first, err)
 	}
-	if n, err := c.Nack(ctx, once.ID, []string{first[0].ID}); err != nil || n != 1 {
+	if n, _, err := c.Nack(ctx, once.ID, []string{first[0].LeaseID}); err != nil || n != 1 {
 		t.Errorf("Nack = %d, %v; want 1", n, err)
 	}
 	waitFor(t, c, first[0].ID, herald.StatusDeliveryFailed)
 
 	_, err = c.Pull(ctx, push.ID, client.PullRequest{})
 	wantAPIError(t, err, http.StatusConflict, client.CodeNotPull)
-	_, err = c.Ack(ctx, push.ID, []string{"x"})
+	_, _, err = c.Ack(ctx, push.ID, []string{first[0].LeaseID})
 	wantAPIError(t, err, http.StatusConflict, client.CodeNotPull)
 	_, err = c.Pull(ctx, "unknown", client.PullRequest{})
 	wantAPIError(t, err, http.StatusNotFound, client.CodeNotFound)
@@ -321,7 +329,7 @@ func TestRoomsRetries(t *testing.T) {
 		t.Fatalf("Pull = %+v, %v; want one delivery", got, err)
 	}
 	subs.set(2, "0")
-	if n, err := c.Ack(ctx, sub.ID, []string{got[0].ID}); err != nil || n != 1 || subs.count() != 3 {
+	if n, _, err := c.Ack(ctx, sub.ID, []string{got[0].LeaseID}); err != nil || n != 1 || subs.count() != 3 {
 		t.Errorf("Ack after two 503s: %d, %v after %d tries; want 1 after 3", n, err, subs.count())
 	}
 	subs.set(1, "0")

@@ -85,7 +85,7 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	}
 	// The rooms' deliveries: a push subscription to the endpoint is
 	// accepted (its target, the subscription's id, is no refusal).
-	rc, err := room.New(room.Config{Subscriptions: s.store})
+	rc, err := room.New(room.Config{Store: s.store})
 	if err != nil {
 		return nil, err
 	}

@@ -344,11 +344,12 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	if len(leased) != 1 {
 		t.Fatalf("pulled %d deliveries, want 1", len(leased))
 	}
-	call("POST", "/v1/subscriptions/"+pull+"/ack", keyA, `{"ids":["`+leased[0].ID+`"]}`, 200)
+	call("POST", "/v1/subscriptions/"+pull+"/ack", keyA, `{"lease_ids":["`+leased[0].LeaseID+`","`+leased[0].ID+`.0123456789abcdef"]}`, 200)
+	call("POST", "/v1/subscriptions/"+pull+"/ack", keyA, `{"ids":["`+leased[0].ID+`"]}`, 400)
 	call("GET", "/v1/messages/"+leased[0].ID, keyA, "", 200)
 	call("POST", "/v1/rooms/orders/events", keyA, `{"type":"order.created","version":"1"}`, 202)
 	leased = decode[map[string][]herald.DeliveryView](t, call("POST", "/v1/subscriptions/"+pull+"/pull", keyA, "", 200))["deliveries"]
-	call("POST", "/v1/subscriptions/"+pull+"/nack", keyA, `{"ids":["`+leased[0].ID+`"]}`, 200)
+	call("POST", "/v1/subscriptions/"+pull+"/nack", keyA, `{"lease_ids":["`+leased[0].LeaseID+`"]}`, 200)
 	call("POST", "/v1/subscriptions/"+push+"/pull", keyA, "", 409)
 	settle()
 	call("DELETE", "/v1/subscriptions/"+push, keyA, "", 204)

@@ -373,39 +373,52 @@ func (a *api) pull(w http.ResponseWriter, r *http.Request) {
 	views := make([]herald.DeliveryView, len(msgs))
 	for i, m := range msgs {
 		views[i] = m.DeliveryView()
+		views[i].LeaseID = m.LeaseID()
 	}
 	writeJSON(w, http.StatusOK, map[string][]herald.DeliveryView{"deliveries": views})
 }
 
-// idsBody is the body of the ack and nack endpoints.
-type idsBody struct {
-	IDs []string `json:"ids"`
+// settleBody is the body of the ack and nack endpoints.
+type settleBody struct {
+	LeaseIDs []string `json:"lease_ids"`
+	// IDs is refused with a word on what to give instead: ack and nack
+	// name leases, not deliveries.
+	IDs json.RawMessage `json:"ids"`
 }
 
-// ack handles POST /v1/subscriptions/{id}/ack: {"acked":N}.
+// ack handles POST /v1/subscriptions/{id}/ack: {"acked":N,"lost":[...]}.
 func (a *api) ack(w http.ResponseWriter, r *http.Request) {
 	a.settle(w, r, "acked", a.engine.Ack)
 }
 
-// nack handles POST /v1/subscriptions/{id}/nack: {"nacked":N}.
+// nack handles POST /v1/subscriptions/{id}/nack: {"nacked":N,"lost":[...]}.
 func (a *api) nack(w http.ResponseWriter, r *http.Request) {
 	a.settle(w, r, "nacked", a.engine.Nack)
 }
 
-// settle answers an ack or a nack, done by do, with {key: N}.
+// settle answers an ack or a nack, done by do, with {key: N, "lost": [...]}.
 func (a *api) settle(w http.ResponseWriter, r *http.Request, key string,
-	do func(ctx context.Context, tenant, id string, ids []string) (int, error)) {
-	var body idsBody
+	do func(ctx context.Context, tenant, id string, leaseIDs []string) (int, []string, error)) {
+	var body settleBody
 	if bad := decodeBody(w, r, &body, false); bad != nil {
 		writeRequestError(w, bad)
 		return
 	}
-	n, err := do(r.Context(), tenantOf(r), r.PathValue("id"), body.IDs)
+	switch {
+	case body.IDs != nil:
+		writeError(w, http.StatusBadRequest, codeUnknownField,
+			`ids: unknown field; give "lease_ids", the lease_id of each delivery as the pull gave it (a lease, not the delivery's id)`)
+		return
+	case body.LeaseIDs == nil:
+		writeError(w, http.StatusBadRequest, codeMissingField, "lease_ids: is required (the lease_id of each delivery as the pull gave it)")
+		return
+	}
+	n, lost, err := do(r.Context(), tenantOf(r), r.PathValue("id"), body.LeaseIDs)
 	if err != nil {
 		a.failRooms(w, r, err, "subscription")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{key: n})
+	writeJSON(w, http.StatusOK, map[string]any{key: n, "lost": lost})
 }
 
 // failRooms answers err of an endpoint of rooms, whose ErrNotFound is about

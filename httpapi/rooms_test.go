@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldmq/herald"
 )
@@ -148,10 +149,13 @@ func TestPublishPullAck(t *testing.T) {
 		got[0].Type != "order.created" || got[0].Version != "1" || got[0].CorrelationID != "c-9" || got[0].Attempt != 0 {
 		t.Fatalf("pulled %+v", got)
 	}
-	rec = f.do("POST", "/v1/subscriptions/"+pull+"/ack", keyA, `{"ids":["`+got[0].ID+`"]}`)
+	if got[0].LeaseID == "" || !strings.HasPrefix(got[0].LeaseID, got[0].ID+".") {
+		t.Fatalf("pulled lease_id %q, want one of delivery %s", got[0].LeaseID, got[0].ID)
+	}
+	rec = f.do("POST", "/v1/subscriptions/"+pull+"/ack", keyA, `{"lease_ids":["`+got[0].LeaseID+`"]}`)
 	wantStatus(t, rec, http.StatusOK)
-	if n := decode[map[string]int](t, rec)["acked"]; n != 1 {
-		t.Errorf("acked %d, want 1", n)
+	if a := decode[settledAnswer](t, rec); a.Acked != 1 || a.Lost == nil || len(a.Lost) != 0 {
+		t.Errorf("ack: %+v, want 1 acked and none lost", a)
 	}
 
 	rec = f.do("POST", "/v1/rooms/orders/events", keyA, `{"type":"order.paid"}`)
@@ -159,14 +163,89 @@ func TestPublishPullAck(t *testing.T) {
 	paid := decode[herald.RoomEventView](t, rec).Deliveries
 	rec = f.do("POST", "/v1/subscriptions/"+other+"/pull", keyA, "")
 	wantStatus(t, rec, http.StatusOK)
-	rec = f.do("POST", "/v1/subscriptions/"+other+"/nack", keyA, `{"ids":["`+paid[len(paid)-1].MessageID+`"]}`)
+	leased := decode[map[string][]herald.DeliveryView](t, rec)["deliveries"]
+	rec = f.do("POST", "/v1/subscriptions/"+other+"/nack", keyA, `{"lease_ids":["`+leased[0].LeaseID+`"]}`)
 	wantStatus(t, rec, http.StatusOK)
-	if n := decode[map[string]int](t, rec)["nacked"]; n != 1 {
-		t.Errorf("nacked %d, want 1", n)
+	if a := decode[settledAnswer](t, rec); a.Nacked != 1 || len(a.Lost) != 0 {
+		t.Errorf("nack: %+v, want 1 nacked", a)
 	}
 	wantStatus(t, f.do("DELETE", "/v1/subscriptions/"+other, keyA, ""), http.StatusNoContent)
 	rec = f.do("GET", "/v1/messages/"+paid[len(paid)-1].MessageID, keyA, "")
 	if m := decode[herald.MessageView](t, rec); m.Status != herald.StatusCancelled || m.Timeline[len(m.Timeline)-1].Reason != "subscription deleted" {
 		t.Errorf("the nacked delivery after its subscription's deletion: %s", m.Status)
+	}
+}
+
+// settledAnswer is the answer of an ack or a nack.
+type settledAnswer struct {
+	Acked  int      `json:"acked"`
+	Nacked int      `json:"nacked"`
+	Lost   []string `json:"lost"`
+}
+
+// TestLateAckOfAnExpiredLeaseIsLost: puller A's lease runs out, the
+// delivery comes back and puller B pulls it; A's late ack and nack answer
+// its lease lost and change nothing; B's ack acknowledges it. Ack and
+// nack by delivery ids, and lease ids that no pull could have given, are
+// refused and change nothing.
+func TestLateAckOfAnExpiredLeaseIsLost(t *testing.T) {
+	f := newFixture(t)
+	f.run()
+	wantStatus(t, f.do("POST", "/v1/rooms", keyA, `{"name":"orders","delivery":{"delay":"1s"}}`), http.StatusCreated)
+	rec := f.do("POST", "/v1/rooms/orders/subscriptions", keyA, `{"type":"pull"}`)
+	wantStatus(t, rec, http.StatusCreated)
+	sub := decode[subscriptionView](t, rec).ID
+	wantStatus(t, f.do("POST", "/v1/rooms/orders/events", keyA, `{"type":"t"}`), http.StatusAccepted)
+	pull := func() herald.DeliveryView {
+		t.Helper()
+		rec := f.do("POST", "/v1/subscriptions/"+sub+"/pull", keyA, `{"max":1,"lease":"10s"}`)
+		wantStatus(t, rec, http.StatusOK)
+		got := decode[map[string][]herald.DeliveryView](t, rec)["deliveries"]
+		if len(got) != 1 {
+			t.Fatalf("pulled %d deliveries, want 1", len(got))
+		}
+		return got[0]
+	}
+	settle := func(verb, leaseID string) settledAnswer {
+		t.Helper()
+		rec := f.do("POST", "/v1/subscriptions/"+sub+"/"+verb, keyA, `{"lease_ids":["`+leaseID+`"]}`)
+		wantStatus(t, rec, http.StatusOK)
+		return decode[settledAnswer](t, rec)
+	}
+	a := pull()
+	f.clock.Advance(10 * time.Second) // A's lease runs out
+	f.run()
+	f.clock.Advance(time.Second) // and its backoff
+	f.run()
+	b := pull()
+	if b.ID != a.ID || b.LeaseID == a.LeaseID {
+		t.Fatalf("B pulled %s under %s, want %s under a lease of its own", b.ID, b.LeaseID, a.ID)
+	}
+	for _, verb := range []string{"nack", "ack"} {
+		if got := settle(verb, a.LeaseID); got.Acked+got.Nacked != 0 || len(got.Lost) != 1 || got.Lost[0] != a.LeaseID {
+			t.Errorf("A's late %s: %+v, want its lease lost", verb, got)
+		}
+	}
+	for body, code := range map[string]string{
+		`{"ids":["` + b.ID + `"]}`:       codeUnknownField,
+		`{}`:                             codeMissingField,
+		`{"lease_ids":["` + b.ID + `"]}`: codeInvalidField,
+		`{"lease_ids":["` + b.LeaseID + `","` + b.ID + `.x"]}`: codeInvalidField,
+	} {
+		e := wantError(t, f.do("POST", "/v1/subscriptions/"+sub+"/ack", keyA, body), http.StatusBadRequest, code)
+		if !strings.Contains(e.Message, "lease_ids") {
+			t.Errorf("ack with %s: %q, want it to name lease_ids", body, e.Message)
+		}
+	}
+	rec = f.do("GET", "/v1/messages/"+b.ID, keyA, "")
+	if m := decode[herald.MessageView](t, rec); m.Status != herald.StatusSentToNS || m.Attempt != 2 {
+		t.Fatalf("after A's late ack and nack and the refused acks: %s attempt %d, want SENT_TO_NS under B's lease", m.Status, m.Attempt)
+	}
+	if got := settle("ack", b.LeaseID); got.Acked != 1 || len(got.Lost) != 0 {
+		t.Errorf("B's ack: %+v, want 1 acked", got)
+	}
+	rec = f.do("GET", "/v1/messages/"+b.ID, keyA, "")
+	if m := decode[herald.MessageView](t, rec); m.Status != herald.StatusDeliverySuccessful {
+		t.Errorf("after B's ack: %s, want DELIVERY_SUCCESSFUL", m.Status)
 	}
 }

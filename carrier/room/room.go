@@ -5,6 +5,13 @@
 // subscription's secret when it names one. A 2xx answer delivers it;
 // what the webhook carrier retries, the engine retries with the
 // delivery's own backoff.
+//
+// Right before each POST, the carrier reads the delivery from the store:
+// one that is no longer SENT_TO_NS under the claim it was handed with (its
+// subscription was deleted while it waited for a send slot, the reaper
+// retried it elsewhere) is not POSTed. The deletion of a subscription ends
+// its deliveries in the same write that deletes it, so a delivery is not
+// POSTed once the deletion has been answered.
 package room
 
 import (
@@ -23,15 +30,17 @@ import (
 	"github.com/heraldmq/herald/stdwebhook"
 )
 
-// Subscriptions finds a subscription by id; a herald.Store does.
-type Subscriptions interface {
+// Store finds a subscription and a delivery by id; a herald.Store does.
+type Store interface {
 	Subscription(ctx context.Context, id string) (*herald.Subscription, error)
+	Get(ctx context.Context, id string) (*herald.Message, error)
 }
 
 // Config configures a Carrier.
 type Config struct {
-	// Subscriptions finds the subscription of each delivery. Required.
-	Subscriptions Subscriptions
+	// Store finds the subscription of each delivery, and the delivery as
+	// it stands right before its POST. Required.
+	Store Store
 	// Secret returns the signing key held by the environment variable
 	// name. Defaults to Env.
 	Secret func(name string) ([]byte, error)
@@ -58,7 +67,7 @@ const maxCached = 10000
 // Carrier sends the push deliveries of rooms. It is safe for concurrent
 // use.
 type Carrier struct {
-	subs   Subscriptions
+	store  Store
 	secret func(string) ([]byte, error)
 	client *http.Client
 	now    func() time.Time
@@ -71,10 +80,10 @@ var _ herald.Carrier = (*Carrier)(nil)
 
 // New returns a Carrier for c.
 func New(c Config) (*Carrier, error) {
-	if c.Subscriptions == nil {
-		return nil, errors.New("room: Config.Subscriptions is required")
+	if c.Store == nil {
+		return nil, errors.New("room: Config.Store is required")
 	}
-	cr := &Carrier{subs: c.Subscriptions, secret: c.Secret, client: c.Client, now: c.Now, hooks: make(map[string]*webhook.Carrier)}
+	cr := &Carrier{store: c.Store, secret: c.Secret, client: c.Client, now: c.Now, hooks: make(map[string]*webhook.Carrier)}
 	if cr.secret == nil {
 		cr.secret = Env
 	}
@@ -93,9 +102,10 @@ func (c *Carrier) Path() herald.Path { return herald.PathDirect }
 // Validate accepts every message: the engine makes the deliveries itself.
 func (c *Carrier) Validate(*herald.Message) error { return nil }
 
-// Send POSTs m, a delivery, to its subscription (its target). A
-// subscription that is gone, or that is not a push subscription, fails
-// it at once.
+// Send POSTs m, a delivery, to its subscription (its target), unless m
+// has moved on from the claim it was handed with (see the package
+// comment). A subscription that is gone, or that is not a push
+// subscription, fails it at once.
 func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
 	hook, err := c.hook(ctx, m.Target)
 	if err != nil {
@@ -105,9 +115,34 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 	if err != nil {
 		return herald.SendResult{}, herald.Permanent(fmt.Errorf("room: delivery %s: %w", m.ID, err))
 	}
+	if err := c.stillClaimed(ctx, m); err != nil {
+		return herald.SendResult{}, err
+	}
 	post := *m
 	post.Payload, post.Text, post.Params = body, "", nil
 	return hook.Send(ctx, &post)
+}
+
+// stillClaimed returns nil when the store still has m SENT_TO_NS under
+// the claim's lease, and otherwise the error that fails this send without
+// a POST: permanent when m moved on (the engine's record of it is then
+// refused as stale: m keeps what moved it), transient when the store
+// cannot tell.
+func (c *Carrier) stillClaimed(ctx context.Context, m *herald.Message) error {
+	now, err := c.store.Get(ctx, m.ID)
+	switch {
+	case errors.Is(err, herald.ErrNotFound):
+		return herald.Permanent(fmt.Errorf("room: delivery %s is gone: not sent", m.ID))
+	case err != nil:
+		return fmt.Errorf("room: delivery %s: %w", m.ID, err)
+	case now.Status != herald.StatusSentToNS || now.Lease != m.Lease:
+		why := ""
+		if now.LastError != "" {
+			why = " (" + now.LastError + ")"
+		}
+		return herald.Permanent(fmt.Errorf("room: delivery %s is %s%s since it was claimed: not sent", m.ID, now.Status, why))
+	}
+	return nil
 }
 
 // hook returns the webhook carrier of subscription id.
@@ -118,7 +153,7 @@ func (c *Carrier) hook(ctx context.Context, id string) (*webhook.Carrier, error)
 	if hook != nil {
 		return hook, nil
 	}
-	sub, err := c.subs.Subscription(ctx, id)
+	sub, err := c.store.Subscription(ctx, id)
 	switch {
 	case errors.Is(err, herald.ErrNotFound):
 		return nil, herald.Permanent(fmt.Errorf("room: subscription %s deleted", id))

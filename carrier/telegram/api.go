@@ -90,7 +90,7 @@ func (c *Carrier) parseResponse(status int, retryAfter string, body []byte) (str
 	if err := json.Unmarshal(body, &env); err != nil || env.OK == nil {
 		err := fmt.Errorf("sendMessage: %s: not the Bot API's answer%s", statusText(status), c.quote(body))
 		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-			if d := httpsend.ParseRetryAfter(retryAfter, c.now()); d > 0 {
+			if d := httpsend.ParseRetryAfter(retryAfter, c.clock.Now()); d > 0 {
 				return "", herald.RetryAfter(d, err)
 			}
 		}
@@ -131,7 +131,7 @@ func (c *Carrier) parseResponse(status int, retryAfter string, body []byte) (str
 		}
 		return "", herald.RetryAfter(d, err)
 	case code == http.StatusTooManyRequests:
-		if d := httpsend.ParseRetryAfter(retryAfter, c.now()); d > 0 {
+		if d := httpsend.ParseRetryAfter(retryAfter, c.clock.Now()); d > 0 {
 			return "", herald.RetryAfter(d, err)
 		}
 		return "", err

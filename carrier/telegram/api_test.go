@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/clock"
 	tgsim "github.com/heraldmq/herald/sim/telegram"
 )
 
@@ -222,6 +223,96 @@ func TestResumeSendsOnlyTheChunksLeft(t *testing.T) {
 	if !errors.Is(err, gone) || sends(s) != 2 {
 		t.Errorf("progress failing: %v after %d calls; want its error after the first chunk", err, sends(s))
 	}
+}
+
+// TestChunksKeepTheirOwnTimeAndTheChatsPace: the chunks of a text wait
+// the spacing between them on the carrier's clock, each call is bound by
+// the chunk timeout alone, a send ends rather than start a chunk its
+// deadline cannot bound fully, and CallTimeout is the sum of the longest
+// text's bounds and spacings.
+func TestChunksKeepTheirOwnTimeAndTheChatsPace(t *testing.T) {
+	s, srv := startSim(t, simConfig())
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	newPaced := func(chunkTimeout time.Duration) *Carrier {
+		c, err := New(Config{Token: simTok, BaseURL: srv.URL, ChunkTimeout: chunkTimeout, Spacing: time.Second, Clock: fake})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.client.CloseIdleConnections)
+		return c
+	}
+	if got, want := newPaced(20*time.Second).CallTimeout(), 256*20*time.Second+255*time.Second; got != want {
+		t.Errorf("CallTimeout = %v, want %v: 256 chunks of 20 s, spaced by 1 s", got, want)
+	}
+	if got := newCarrier(t, srv.URL, simTok).CallTimeout(); got != 0 {
+		t.Errorf("CallTimeout without a chunk timeout = %v, want 0: the accept timeout bounds the send", got)
+	}
+	if _, err := New(Config{Token: simTok, Spacing: -time.Second}); err == nil {
+		t.Error("New took a negative spacing")
+	}
+
+	text := strings.Repeat(strings.Repeat("word ", 150)+"\n\n", 15) // 3 chunks
+	c := newPaced(time.Minute)
+	done := make(chan error, 1)
+	var reported []string
+	go func() {
+		_, err := c.SendResumable(context.Background(), msg(aliceID, text, nil), func(id string) error { reported = append(reported, id); return nil })
+		done <- err
+	}()
+	for k := 1; k <= 3; k++ {
+		waitSends(t, s, k)
+		if k == 3 {
+			break
+		}
+		for fake.Waiters() == 0 { // the spacing after chunk k
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if n := sends(s); n != k {
+			t.Fatalf("%d chunks sent before the spacing after chunk %d passed, want %d", n, k, k)
+		}
+		fake.Advance(999 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		if n := sends(s); n != k {
+			t.Fatalf("%d chunks sent 999 ms into the spacing, want %d", n, k)
+		}
+		fake.Advance(time.Millisecond)
+	}
+	if err := <-done; err != nil || strings.Join(reported, ";") != "1;1,2" {
+		t.Fatalf("paced send: %v, progress %v; want success, progress 1 then 1,2", err, reported)
+	}
+
+	// A deadline that leaves less than a chunk timeout after chunk 1 and
+	// its spacing: chunk 1 is sent and reported, chunk 2 is not started.
+	before := sends(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reported = nil
+	go func() {
+		_, err := c.SendResumable(ctx, msg(aliceID, text, nil), func(id string) error { reported = append(reported, id); return nil })
+		done <- err
+	}()
+	waitSends(t, s, before+1)
+	for fake.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	fake.Advance(time.Second)
+	err := <-done
+	var perm *herald.PermanentError
+	if err == nil || errors.As(err, &perm) || retryAfter(err) > 0 || !strings.Contains(err.Error(), "chunk 2 of 3") || sends(s) != before+1 ||
+		len(reported) != 1 {
+		t.Errorf("a send whose time runs out: %v after %d calls, progress %v; want a transient error before chunk 2, chunk 1 reported",
+			err, sends(s)-before, reported)
+	}
+}
+
+// retryAfter is the wait a "not now" error asks for, 0 for any other.
+func retryAfter(err error) time.Duration {
+	var ra *herald.RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.After
+	}
+	return 0
 }
 
 // TestErrorClasses sends one message per error class to the simulator over

@@ -11,12 +11,25 @@
 // visible text) is split into chunks (see Split): at paragraph breaks, else
 // line breaks, else between words, and never inside a formatted span unless
 // the span alone is longer than a message. The chunks go in order, each
-// once the one before was accepted; after each but the last, the carrier
+// once the one before was accepted and the chat's spacing (Config.Spacing)
+// has passed since, so that a text of several chunks keeps to Telegram's
+// one message a second per chat; after each but the last, the carrier
 // reports the ids delivered so far (herald.Resumer), which the engine keeps
 // as the message's external id, so that a retry resumes after them and a
 // chat never shows a chunk twice because of a retry. The message succeeds
 // once every chunk is accepted; its external id is then the chunks' message
 // ids, joined by commas.
+//
+// Each chunk's call has its own bound (Config.ChunkTimeout, the route's
+// accept timeout), and a text's send the sum of its chunks' bounds and
+// spacings: the carrier is a herald.SlowCaller, whose CallTimeout is that
+// sum for the longest text (maxSendChunks chunks), and the engine keeps
+// the message's claim alive while the send runs. A slow answer to one
+// chunk thus leaves the next chunks their own time, and no chunk is cut
+// short by the time its elders took, which would leave it delivered and
+// unrecorded, and shown twice by the retry. A send never starts a chunk
+// that its remaining time cannot bound fully: it stops before, and the
+// retry sends the rest.
 //
 // Answers are classified from the Bot API's envelope
 // ({"ok":false,"error_code":N,"description":…,"parameters":{…}}):
@@ -49,6 +62,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/clock"
 	"github.com/heraldmq/herald/internal/httpsend"
 )
 
@@ -79,28 +93,49 @@ type Config struct {
 	// reuse, no redirects). The carrier relies on the context for time
 	// limits.
 	Client *http.Client
-	// Now tells the time for Retry-After dates; nil means time.Now.
-	Now func() time.Time
+	// ChunkTimeout bounds each chunk's call: the route's accept timeout.
+	// 0 leaves the calls bounded by the send's own deadline only.
+	ChunkTimeout time.Duration
+	// Spacing is the least time between a chunk's accepted answer and
+	// the next chunk of the same text: the chat's spacing, the telegram
+	// route's admission spacing (1 s unless the route sets another). 0
+	// sends the chunks back to back.
+	Spacing time.Duration
+	// Clock tells the time for Retry-After dates and waits the spacing;
+	// nil means clock.System().
+	Clock clock.Clock
 }
 
 // Carrier sends messages to Telegram chats. It is safe for concurrent use.
 type Carrier struct {
-	endpoint string // base URL + /bot<token>/sendMessage
-	token    string
-	client   *http.Client
-	now      func() time.Time
+	endpoint     string // base URL + /bot<token>/sendMessage
+	token        string
+	client       *http.Client
+	chunkTimeout time.Duration
+	spacing      time.Duration
+	clock        clock.Clock
 }
 
 var (
-	_ herald.Carrier = (*Carrier)(nil)
-	_ herald.Resumer = (*Carrier)(nil)
-	_ herald.Laner   = (*Carrier)(nil)
+	_ herald.Carrier    = (*Carrier)(nil)
+	_ herald.Resumer    = (*Carrier)(nil)
+	_ herald.Laner      = (*Carrier)(nil)
+	_ herald.SlowCaller = (*Carrier)(nil)
 )
+
+// maxSendChunks is the most chunks CallTimeout gives a send the time for:
+// those of the longest text the API takes (1 MiB), were each full. A text
+// of more chunks (short paragraphs, each a chunk) sends what that time
+// bounds, and its retry the rest.
+const maxSendChunks = (1 << 20) / MaxUnits
 
 // New checks c and returns a carrier for it.
 func New(c Config) (*Carrier, error) {
 	if c.Token == "" {
 		return nil, errors.New("telegram: the bot token is empty")
+	}
+	if c.ChunkTimeout < 0 || c.Spacing < 0 {
+		return nil, fmt.Errorf("telegram: negative chunk timeout (%v) or spacing (%v)", c.ChunkTimeout, c.Spacing)
 	}
 	if strings.ContainsFunc(c.Token, func(r rune) bool { return r == '/' || r == '?' || r == '#' || r <= ' ' || r == 0x7f }) {
 		return nil, errors.New("telegram: the bot token holds characters a token never has (want <bot id>:<secret>)")
@@ -117,14 +152,25 @@ func New(c Config) (*Carrier, error) {
 		return nil, fmt.Errorf("telegram: base_url %q: want no query or fragment", base)
 	}
 	cr := &Carrier{endpoint: strings.TrimSuffix(u.String(), "/") + "/bot" + c.Token + "/sendMessage",
-		token: c.Token, client: c.Client, now: c.Now}
+		token: c.Token, client: c.Client, chunkTimeout: c.ChunkTimeout, spacing: c.Spacing, clock: c.Clock}
 	if cr.client == nil {
 		cr.client = httpsend.NewClient()
 	}
-	if cr.now == nil {
-		cr.now = time.Now
+	if cr.clock == nil {
+		cr.clock = clock.System()
 	}
 	return cr, nil
+}
+
+// CallTimeout bounds a send (herald.SlowCaller): the chunk timeout and the
+// spacing of each of the longest text's chunks, so that a text's chunks
+// each keep their own time. 0 when there is no chunk timeout: the route's
+// accept timeout then bounds the whole send.
+func (c *Carrier) CallTimeout() time.Duration {
+	if c.chunkTimeout == 0 {
+		return 0
+	}
+	return maxSendChunks*c.chunkTimeout + (maxSendChunks-1)*c.spacing
 }
 
 // Path returns herald.PathDirect: a message Telegram accepted is delivered.
@@ -238,14 +284,17 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 }
 
 // SendResumable sends m's chunks in order, after those m.ExternalID already
-// names (the ids of the chunks delivered by an earlier try). After each
-// accepted chunk that another follows, it reports the ids delivered so far
-// to progress, and stops with progress's error. The last chunk's id goes in
-// the result instead (its ExternalID: every chunk's id, joined by commas):
-// the engine records it as durably as a progress, and a progress failing
-// then would turn a complete delivery into a failure and a retry that shows
-// the last chunk twice. A text of one chunk thus costs no write more than
-// any direct carrier's message.
+// names (the ids of the chunks delivered by an earlier try), each bound by
+// the chunk timeout and sent once the spacing has passed since the one
+// before was accepted. After each accepted chunk that another follows, it
+// reports the ids delivered so far to progress, and stops with progress's
+// error. The last chunk's id goes in the result instead (its ExternalID:
+// every chunk's id, joined by commas): the engine records it as durably as
+// a progress, and a progress failing then would turn a complete delivery
+// into a failure and a retry that shows the last chunk twice. A text of
+// one chunk thus costs no write more than any direct carrier's message.
+// Before a chunk that ctx's deadline leaves less than the chunk timeout
+// for, it stops with a transient error: the retry sends the rest.
 func (c *Carrier) SendResumable(ctx context.Context, m *herald.Message, progress func(externalID string) error) (herald.SendResult, error) {
 	o, parts, err := c.prepare(m)
 	if err != nil {
@@ -256,7 +305,19 @@ func (c *Carrier) SendResumable(ctx context.Context, m *herald.Message, progress
 	if m.ExternalID != "" {
 		ids = strings.Split(m.ExternalID, ",")
 	}
-	for k := len(ids); k < len(parts); k++ {
+	for first, k := len(ids), len(ids); k < len(parts); k++ {
+		prefix := "telegram: "
+		if len(parts) > 1 {
+			prefix = fmt.Sprintf("telegram: chunk %d of %d: ", k+1, len(parts))
+		}
+		if k > first {
+			if err := c.pause(ctx); err != nil {
+				return herald.SendResult{}, fmt.Errorf("%swaiting the chat's spacing: %w", prefix, err)
+			}
+			if deadline, ok := ctx.Deadline(); ok && c.chunkTimeout > 0 && time.Until(deadline) < c.chunkTimeout {
+				return herald.SendResult{}, fmt.Errorf("%snot sent: the send's time is running out; its retry sends it", prefix)
+			}
+		}
 		req := request{ChatID: json.RawMessage(chat), Text: parts[k].Text, DisableNotification: o.silent}
 		if o.markdown {
 			req.ParseMode = "HTML"
@@ -264,12 +325,8 @@ func (c *Carrier) SendResumable(ctx context.Context, m *herald.Message, progress
 		if k == 0 && o.replyTo > 0 {
 			req.ReplyParameters = &replyParameters{MessageID: o.replyTo, AllowSendingWithoutReply: true}
 		}
-		id, err := c.sendMessage(ctx, req)
+		id, err := c.sendChunk(ctx, req)
 		if err != nil {
-			prefix := "telegram: "
-			if len(parts) > 1 {
-				prefix = fmt.Sprintf("telegram: chunk %d of %d: ", k+1, len(parts))
-			}
 			return herald.SendResult{}, prefixed(err, prefix)
 		}
 		ids = append(ids, id)
@@ -280,6 +337,32 @@ func (c *Carrier) SendResumable(ctx context.Context, m *herald.Message, progress
 		}
 	}
 	return herald.SendResult{ExternalID: strings.Join(ids, ",")}, nil
+}
+
+// sendChunk sends one chunk, bounded by the chunk timeout.
+func (c *Carrier) sendChunk(ctx context.Context, r request) (string, error) {
+	if c.chunkTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.chunkTimeout)
+		defer cancel()
+	}
+	return c.sendMessage(ctx, r)
+}
+
+// pause waits the spacing on the carrier's clock, or until ctx ends.
+func (c *Carrier) pause(ctx context.Context) error {
+	if c.spacing <= 0 {
+		return nil
+	}
+	done := make(chan struct{})
+	t := c.clock.AfterFunc(c.spacing, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
 }
 
 // prefixed puts prefix before err's text, keeping its class: permanent,

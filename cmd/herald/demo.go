@@ -152,6 +152,7 @@ routes:
 	}
 	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s, ChirpStack simulator (gRPC) on %s with %d Class-C devices NACKing %.0f%% of downlinks, Calin V1 and V2 simulators on http://%s and http://%s\n",
 		srv.addr, store, failRate*100, tln.Addr(), network.Addr(), len(demoDevices), demoNackRate*100, meters.v1Addr, meters.v2Addr)
+	fmt.Fprintf(out, "admin page: %s/ui (log in with the key %s)\n", base, demoKey)
 	chats, downlinks, tasks := demoChats(), demoDownlinks(), demoMeterTasks()
 	sends := append(append(append([]demoSend{}, chats...), downlinks...), tasks...)
 	for i := range count {
@@ -286,8 +287,8 @@ func finishDemo(ctx context.Context, out io.Writer, base string, sink *webhooksi
 	if exit {
 		return nil
 	}
-	fmt.Fprintf(out, "\nthe server keeps running at %s — try:\n  HERALD_API_KEY=%s go run ./cmd/herald ls --status DELIVERY_FAILED\n  curl -s -H 'Authorization: Bearer %s' %s/v1/stats\nCtrl-C stops it.\n",
-		base, demoKey, demoKey, base)
+	fmt.Fprintf(out, "\nthe server keeps running at %s — try:\n  the admin page: %s/ui (key %s)\n  HERALD_API_KEY=%s go run ./cmd/herald ls --status DELIVERY_FAILED\n  curl -s -H 'Authorization: Bearer %s' %s/v1/stats\nCtrl-C stops it.\n",
+		base, base, demoKey, demoKey, demoKey, base)
 	<-ctx.Done()
 	return nil
 }

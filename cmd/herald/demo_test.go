@@ -28,7 +28,7 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"(new)           -> QUEUED", "SENT_TO_NS", "all messages ended: ",
+	for _, want := range []string{"(new)           -> QUEUED", "SENT_TO_NS", "all messages ended: ", "/ui (log in with the key demo-key)",
 		"chat 0", "demo 0", "-> TO_RETRY            attempt 0  (backpressure)",
 		"Telegram: 7 sendMessage calls; Alice's chat shows 4 messages, the channel 1, Bob's none",
 		"to 1001          DELIVERY_SUCCESSFUL, in 3 chunks: external_id 2,3,4",

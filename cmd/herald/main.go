@@ -33,8 +33,10 @@ func rootCommand() *cobra.Command {
 		Short:         "herald is a durable delivery engine for outbound messages",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
-	root.AddCommand(serveCommand(), demoCommand(), simCommand(), benchCommand(), benchNodeCommand())
+	root.SetVersionTemplate("herald {{.Version}}\n")
+	root.AddCommand(serveCommand(), demoCommand(), simCommand(), benchCommand(), benchNodeCommand(), configCommand(), versionCommand())
 	root.AddCommand(clientCommands()...)
 	return root
 }

@@ -30,7 +30,7 @@ func roomsRoute(store herald.Store, f *config.File) (herald.Route, func(name str
 		}
 		return room.Env(name)
 	}
-	c, err := room.New(room.Config{Subscriptions: store, Secret: secret})
+	c, err := room.New(room.Config{Store: store, Secret: secret})
 	if err != nil {
 		return herald.Route{}, nil, err
 	}
@@ -192,7 +192,10 @@ func pullCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pull SUB [--max N] [--lease D] [--ack]",
 		Short: "Lease the waiting deliveries of a pull subscription and print them",
-		Args:  cobra.ExactArgs(1),
+		Long: "Lease the waiting deliveries of a pull subscription and print them, each with its lease_id,\n" +
+			"which herald ack and herald nack take. With --ack, acknowledge them once printed, under\n" +
+			"the leases this pull took.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := fl.client()
 			if err != nil {
@@ -212,11 +215,11 @@ func pullCommand() *cobra.Command {
 			if err := json.Unmarshal(answer, &pulled); err != nil {
 				return err
 			}
-			ids := make([]string, len(pulled.Deliveries))
+			leaseIDs := make([]string, len(pulled.Deliveries))
 			for i, d := range pulled.Deliveries {
-				ids[i] = d.ID
+				leaseIDs[i] = d.LeaseID
 			}
-			if answer, err = call(cmd, c, http.MethodPost, path+"/ack", map[string][]string{"ids": ids}); err != nil {
+			if answer, err = call(cmd, c, http.MethodPost, path+"/ack", settleRequest{LeaseIDs: leaseIDs}); err != nil {
 				return err
 			}
 			return printJSON(cmd.OutOrStdout(), answer)
@@ -227,4 +230,41 @@ func pullCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&lease, "lease", herald.DefaultLease, "until an unacknowledged delivery comes back")
 	cmd.Flags().BoolVar(&ack, "ack", false, "acknowledge what was pulled once printed")
 	return cmd
+}
+
+// settleRequest is the body of an ack or a nack.
+type settleRequest struct {
+	LeaseIDs []string `json:"lease_ids"`
+}
+
+// settleCommand is herald ack or herald nack (verb), which settles the
+// deliveries of a pull subscription that lease ids name.
+func settleCommand(verb, short, long string) *cobra.Command {
+	var c clientFlags
+	cmd := &cobra.Command{
+		Use:   verb + " SUB LEASE_ID...",
+		Short: short,
+		Long:  long,
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.print(cmd, http.MethodPost, "/v1/subscriptions/"+url.PathEscape(args[0])+"/"+verb, settleRequest{LeaseIDs: args[1:]})
+		},
+	}
+	addClientFlags(cmd, &c)
+	return cmd
+}
+
+func ackCommand() *cobra.Command {
+	return settleCommand("ack", "Acknowledge pulled deliveries, by the lease_id each pull gave",
+		"Acknowledge the deliveries of a pull subscription that the lease ids name (the lease_id of each\n"+
+			"delivery, as herald pull printed it): each still held ends DELIVERY_SUCCESSFUL. Prints\n"+
+			"{\"acked\":N,\"lost\":[...]}: lost lists the leases no longer held (the lease ran out, the\n"+
+			"delivery was pulled again), which changed nothing.")
+}
+
+func nackCommand() *cobra.Command {
+	return settleCommand("nack", "Hand pulled deliveries back, by the lease_id each pull gave",
+		"Hand back the deliveries of a pull subscription that the lease ids name: each still held comes\n"+
+			"back after its backoff, or ends DELIVERY_FAILED when its attempts are used up. Prints\n"+
+			"{\"nacked\":N,\"lost\":[...]}: lost lists the leases no longer held, which changed nothing.")
 }

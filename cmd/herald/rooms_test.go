@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -69,7 +70,8 @@ func mustCLI(t *testing.T, base string) func(args ...string) string {
 }
 
 // TestRoomsCLI drives rooms, subscriptions, a publish and a pull through
-// the command line against a server: herald rooms, subs, publish, pull.
+// the command line against a server: herald rooms, subs, publish, pull,
+// ack, nack.
 func TestRoomsCLI(t *testing.T) {
 	t.Setenv("CLI_HOOK_SECRET", "own")
 	t.Setenv("CLI_SUB_SECRET", "theirs")
@@ -104,8 +106,38 @@ func TestRoomsCLI(t *testing.T) {
 		t.Fatalf("publish: %+v %v", ev, err)
 	}
 	out := must("pull", sub.ID, "--ack")
-	if !strings.Contains(out, ev.EventID) || !strings.Contains(out, `"acked": 1`) {
+	if !strings.Contains(out, ev.EventID) || !strings.Contains(out, `"lease_id"`) || !strings.Contains(out, `"acked": 1`) {
 		t.Errorf("pull --ack: %s", out)
+	}
+	// herald ack and herald nack settle by lease id; a lease no longer
+	// held comes back lost.
+	must("publish", "orders", "order.created", "--version", "1")
+	must("publish", "orders", "order.created", "--version", "1")
+	var pulled struct {
+		Deliveries []struct {
+			LeaseID string `json:"lease_id"`
+		}
+	}
+	if err := json.Unmarshal([]byte(must("pull", sub.ID, "--max", "2")), &pulled); err != nil || len(pulled.Deliveries) != 2 {
+		t.Fatalf("pull: %+v %v, want two deliveries", pulled, err)
+	}
+	first, second := pulled.Deliveries[0].LeaseID, pulled.Deliveries[1].LeaseID
+	var settled struct {
+		Acked, Nacked int
+		Lost          []string
+	}
+	if err := json.Unmarshal([]byte(must("ack", sub.ID, first)), &settled); err != nil || settled.Acked != 1 || settled.Lost == nil || len(settled.Lost) != 0 {
+		t.Errorf("ack: %+v %v, want 1 acked", settled, err)
+	}
+	settled.Lost = nil
+	if err := json.Unmarshal([]byte(must("nack", sub.ID, second, first)), &settled); err != nil || settled.Nacked != 1 || !slices.Equal(settled.Lost, []string{first}) {
+		t.Errorf("nack: %+v %v, want 1 nacked and the acked lease lost", settled, err)
+	}
+	if _, err := runCLI(t, base, "ack", sub.ID); err == nil {
+		t.Error("ack with no lease id: no error")
+	}
+	if _, err := runCLI(t, base, "ack", sub.ID, "not-a-lease"); err == nil || !strings.Contains(err.Error(), "lease_ids") {
+		t.Errorf("ack of a made-up lease id: %v, want an error naming lease_ids", err)
 	}
 	must("subs", "rm", sub.ID)
 	must("rooms", "rm", "orders")
@@ -186,7 +218,10 @@ func TestPullAcrossNodes(t *testing.T) {
 			node := nodes[p%2]
 			for n := 0; done.Load() < total && time.Now().Before(deadline); n++ {
 				var got struct {
-					Deliveries []struct{ ID string } `json:"deliveries"`
+					Deliveries []struct {
+						ID      string
+						LeaseID string `json:"lease_id"`
+					} `json:"deliveries"`
 				}
 				sent := time.Now()
 				if code, err := node.call("POST", "/v1/subscriptions/"+sub.ID+"/pull", map[string]any{"max": 20, "lease": leaseFor.String()}, &got); err != nil || code != http.StatusOK {
@@ -208,7 +243,7 @@ func TestPullAcrossNodes(t *testing.T) {
 						continue // forgotten: its lease runs out
 					}
 					var res struct{ Acked int }
-					if code, err := node.call("POST", "/v1/subscriptions/"+sub.ID+"/ack", map[string]any{"ids": []string{d.ID}}, &res); err != nil || code != http.StatusOK {
+					if code, err := node.call("POST", "/v1/subscriptions/"+sub.ID+"/ack", map[string]any{"lease_ids": []string{d.LeaseID}}, &res); err != nil || code != http.StatusOK {
 						t.Errorf("puller %d: ack: %d %v", p, code, err)
 						return
 					}

@@ -65,9 +65,16 @@ func newLogger() *slog.Logger {
 }
 
 // loadConfig reads the config file, or builds the demo config without one.
+// A file must give at least one API key: without one, every request would
+// be refused.
 func loadConfig(path string) (*config.File, error) {
 	if path != "" {
-		return config.Load(path)
+		f, err := config.Load(path)
+		if err == nil && len(f.APIKeys) == 0 {
+			err = fmt.Errorf("%s: api_keys: none is configured, so every request would be refused; add one, "+
+				"e.g. api_keys: [{key_env: HERALD_API_KEY, tenant: default}], and set HERALD_API_KEY", path)
+		}
+		return f, err
 	}
 	f := config.Default()
 	key := os.Getenv("HERALD_API_KEY")
@@ -252,7 +259,10 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 			if token == "" {
 				return nil, fmt.Errorf("route %q: token_env: environment variable %s is not set (the telegram bot token)", rc.Name, rc.TokenEnv)
 			}
-			c, err = telegram.New(telegram.Config{Token: token, BaseURL: rc.BaseURL})
+			// Each chunk of a long text gets the accept timeout, and the
+			// chunks keep the chat's spacing between them.
+			c, err = telegram.New(telegram.Config{Token: token, BaseURL: rc.BaseURL,
+				ChunkTimeout: policy.Timeouts.Accept, Spacing: policy.Admission.Spacing})
 		case config.CarrierCalinV1, config.CarrierCalinV2:
 			c, err = calinCarrier(rc)
 		default:

@@ -74,7 +74,8 @@ func (s *Store) readClaimed(ctx context.Context, reply any) ([]*herald.Message, 
 }
 
 // Transition applies t if the message is still in t.From (and under
-// t.Lease when it is set), records it in the timeline, enqueues one
+// t.Lease when it is set, and t.RequireSubscription, when set, exists),
+// records it in the timeline, enqueues one
 // outcome event per name in t.Notify and pauses the message's lane, when
 // t says so, in one script (with other transitions: see batcher).
 func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
@@ -90,8 +91,8 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 		pause = strconv.FormatInt(unixms.From(t.PauseUntil), 10) + "|" + t.PauseReason
 	}
 	enc := newEncoding()
-	args := append(slices.Grow(enc.args, 13+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
-		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, attempts, t.Reason, pause)
+	args := append(slices.Grow(enc.args, 14+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
+		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, attempts, t.Reason, pause, t.RequireSubscription)
 	for _, sub := range t.Notify {
 		args = append(args, sub)
 	}

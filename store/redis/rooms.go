@@ -331,7 +331,7 @@ func (s *Store) Pull(ctx context.Context, p herald.PullClaim) ([]*herald.Message
 		return nil, nil
 	}
 	res, err := s.eval(ctx, pullScript, unixms.From(p.Now), p.Limit, unixms.From(p.Deadline),
-		esc(p.Route)+"|"+esc(p.Target), p.Reason)
+		esc(p.Route)+"|"+esc(p.Target), p.Reason, p.Lease)
 	if err != nil {
 		return nil, wrap(ctx, "pull", err)
 	}

@@ -228,7 +228,7 @@ func lifecycle(t *testing.T, s *Store, now time.Time, round int) {
 		t.Fatal(err)
 	}
 	step.Store("pull")
-	if _, err := s.Pull(ctx, herald.PullClaim{Route: "room:acme/r", Target: fmt.Sprint("sub-", round), Now: at, Limit: 10, Deadline: at.Add(time.Minute)}); err != nil {
+	if _, err := s.Pull(ctx, herald.PullClaim{Route: "room:acme/r", Target: fmt.Sprint("sub-", round), Now: at, Limit: 10, Deadline: at.Add(time.Minute), Lease: 1}); err != nil {
 		t.Fatal(err)
 	}
 	step.Store("prune")

@@ -322,7 +322,7 @@ func (s *Store) RoomEvent(ctx context.Context, id string) (*herald.RoomEvent, er
 }
 
 // Pull moves up to p.Limit due, unexpired pull messages of p.Route and
-// p.Target to SENT_TO_NS under one fresh lease, with one UPDATE in the
+// p.Target to SENT_TO_NS under p.Lease, with one UPDATE in the
 // writer's transaction, and returns them in lease order.
 func (s *Store) Pull(ctx context.Context, p herald.PullClaim) ([]*herald.Message, error) {
 	if p.Limit <= 0 {
@@ -330,7 +330,7 @@ func (s *Store) Pull(ctx context.Context, p herald.PullClaim) ([]*herald.Message
 	}
 	var msgs []*herald.Message
 	err := s.write(ctx, func(tx *wtx) error {
-		rows, err := tx.st.pull.Query(unixms.From(p.Now), unixms.From(p.Deadline), tx.nextLease(),
+		rows, err := tx.st.pull.Query(unixms.From(p.Now), unixms.From(p.Deadline), p.Lease,
 			entryTail(p.Now, herald.StatusQueued, herald.StatusSentToNS, p.Reason), p.Route, p.Target, p.Limit)
 		msgs, err = scanMessages(rows, err)
 		return err

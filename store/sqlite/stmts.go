@@ -31,7 +31,7 @@ type writeStmts struct {
 	insertRoom, roomRevision, bumpRoom, deleteRoom      *sql.Stmt
 	insertSubscription, roomSubscriptions, subRoom      *sql.Stmt
 	deleteSubscription, activeDeliveries, insertRoomEvt *sql.Stmt
-	pull                                                *sql.Stmt
+	pull, subscriptionExists                            *sql.Stmt
 
 	// The lanes' statements (lanes.go).
 	unparkLanes, readyLanes, laneTake, laneTakeIDs, laneTakeOrdered *sql.Stmt
@@ -281,6 +281,7 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.insertSubscription, `INSERT INTO subscriptions (` + subCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.roomSubscriptions, `SELECT id FROM subscriptions INDEXED BY subscriptions_room WHERE tenant = ? AND room = ?`},
 		{&st.subRoom, `SELECT room FROM subscriptions WHERE id = ? AND tenant = ?`},
+		{&st.subscriptionExists, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = ?)`},
 		{&st.deleteSubscription, `DELETE FROM subscriptions WHERE id = ?`},
 		// ?1 is the room's route, ?2 the subscription's id.
 		{&st.activeDeliveries, `SELECT id, status FROM messages INDEXED BY messages_delivery

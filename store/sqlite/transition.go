@@ -14,8 +14,9 @@ import (
 )
 
 // Transition applies t if the message is still in t.From (and under
-// t.Lease when it is set), records it in the timeline (unless the status
-// stays) and enqueues one outcome event per name in t.Notify.
+// t.Lease when it is set) and t.RequireSubscription, when set, exists,
+// records it in the timeline (unless the status stays) and enqueues one
+// outcome event per name in t.Notify.
 func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 	return wrap("transition", s.submit(transitionRequest(ctx, t)))
 }
@@ -24,11 +25,27 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 // alone; the writer may instead apply it together with the other
 // transitions waiting beside it (see applyTransitions).
 func transitionRequest(ctx context.Context, t herald.Transition) *request {
-	r := &request{ctx: ctx, run: func(tx *wtx) error { return tx.transition(t) }, done: make(chan struct{})}
-	if !t.UndoAttempt && t.PauseUntil.IsZero() && !requeued(t) { // the grouped statement knows none of these
+	r := &request{ctx: ctx, run: func(tx *wtx) error { return tx.transitionIfSubscribed(t) }, done: make(chan struct{})}
+	if !t.UndoAttempt && t.PauseUntil.IsZero() && !requeued(t) && t.RequireSubscription == "" { // the grouped statement knows none of these
 		r.tr = &t
 	}
 	return r
+}
+
+// transitionIfSubscribed is transition, once t.RequireSubscription, when
+// set, is found in the same transaction; when it is not, nothing changes
+// and the answer is ErrConflict (ErrNotFound for an unknown message).
+func (tx *wtx) transitionIfSubscribed(t herald.Transition) error {
+	if t.RequireSubscription != "" {
+		var exists bool
+		if err := tx.st.subscriptionExists.QueryRow(t.RequireSubscription).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return tx.missing(t.ID)
+		}
+	}
+	return tx.transition(t)
 }
 
 // requeued reports whether t brings a terminal message back to QUEUED (a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,7 +170,7 @@ func testRooms(t *testing.T, open opener) {
 		if got := h.claim(at(time.Minute), 10); len(got) != 0 {
 			t.Errorf("Claim took a pull message: %v", ids(got))
 		}
-		got := h.pull(herald.PullClaim{Route: "r1", Target: m.Target, Now: at(time.Minute), Limit: 10, Deadline: at(2 * time.Minute)})
+		got := h.pull(herald.PullClaim{Route: "r1", Target: m.Target, Now: at(time.Minute), Limit: 10, Deadline: at(2 * time.Minute), Lease: pullLease()})
 		if len(got) != 1 || got[0].ID != m.ID || !got[0].Pull || got[0].Backoff != m.Backoff {
 			t.Errorf("Pull: %v, want %s with its Pull and Backoff", got, m.ID)
 		}
@@ -194,16 +195,17 @@ func testRooms(t *testing.T, open opener) {
 		push.Target = "s1"
 		h.create(push)
 
-		if got := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 0, Deadline: at(time.Hour)}); len(got) != 0 {
+		if got := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 0, Deadline: at(time.Hour), Lease: pullLease()}); len(got) != 0 {
 			t.Errorf("Pull of 0: %v", ids(got))
 		}
-		first := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 2, Deadline: at(90 * time.Second), Reason: "leased"})
+		lease := pullLease()
+		first := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 2, Deadline: at(90 * time.Second), Lease: lease, Reason: "leased"})
 		if want := []string{high.ID, low1.ID}; !slices.Equal(ids(first), want) {
 			t.Fatalf("Pull of 2: %v, want %v (priority, then first in)", ids(first), want)
 		}
 		for _, m := range first {
-			if m.Status != herald.StatusSentToNS || m.Attempt != 1 || m.Lease == 0 || !sameTime(m.Deadline, at(90*time.Second)) || !sameTime(m.UpdatedAt, now) {
-				t.Errorf("pulled %s: %s attempt %d lease %d deadline %v, want SENT_TO_NS 1 leased until +90s", m.ID, m.Status, m.Attempt, m.Lease, m.Deadline)
+			if m.Status != herald.StatusSentToNS || m.Attempt != 1 || m.Lease != lease || !sameTime(m.Deadline, at(90*time.Second)) || !sameTime(m.UpdatedAt, now) {
+				t.Errorf("pulled %s: %s attempt %d lease %d deadline %v, want SENT_TO_NS 1 under lease %d until +90s", m.ID, m.Status, m.Attempt, m.Lease, m.Deadline, lease)
 			}
 			stored := h.get(m.ID)
 			if stored.Lease != m.Lease || stored.Status != herald.StatusSentToNS {
@@ -211,7 +213,7 @@ func testRooms(t *testing.T, open opener) {
 			}
 			checkEntry(t, "pulled", lastEntry(t, stored), herald.TimelineEntry{At: now, From: herald.StatusQueued, To: herald.StatusSentToNS, Attempt: 1, Reason: "leased"})
 		}
-		rest := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 10, Deadline: at(time.Hour)})
+		rest := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 10, Deadline: at(time.Hour), Lease: pullLease()})
 		if want := []string{low2.ID}; !slices.Equal(ids(rest), want) {
 			t.Errorf("Pull of the rest: %v, want %v (none leased twice, none not due, expired or another's)", ids(rest), want)
 		}
@@ -226,12 +228,56 @@ func testRooms(t *testing.T, open opener) {
 		if got := h.claim(at(2*time.Hour), 10); !slices.Equal(ids(got), []string{push.ID}) {
 			t.Errorf("Claim after retry and replay: %v, want the push message only", ids(got))
 		}
-		again := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 10, Deadline: at(time.Hour)})
+		again := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 10, Deadline: at(time.Hour), Lease: pullLease()})
 		if want := []string{high.ID, low1.ID}; !slices.Equal(ids(again), want) {
 			t.Errorf("Pull after retry and replay: %v, want %v", ids(again), want)
 		}
 		if again[0].Attempt != 2 || again[0].Lease == first[0].Lease {
 			t.Errorf("second lease of %s: attempt %d lease %d, want 2 and a fresh lease", high.ID, again[0].Attempt, again[0].Lease)
+		}
+	})
+
+	// PullLeaseFences: puller A's lease runs out (the reaper hands the
+	// delivery back) and puller B leases it again; A's late ack and nack,
+	// made under A's lease, change nothing, and B's ack ends it.
+	t.Run("PullLeaseFences", func(t *testing.T) {
+		h := open(t)
+		m := newMessage("room:r")
+		m.Target, m.Pull, m.MaxAttempts = "s", true, 5
+		h.create(m)
+		pullAt := func(now time.Time) *herald.Message {
+			t.Helper()
+			p := herald.PullClaim{Route: "room:r", Target: "s", Now: now, Limit: 1, Deadline: now.Add(30 * time.Second), Lease: pullLease()}
+			got := h.pull(p)
+			if len(got) != 1 || got[0].ID != m.ID || got[0].Lease != p.Lease || h.get(m.ID).Lease != p.Lease {
+				t.Fatalf("Pull at %v: %v, want %s under lease %d", now.Sub(t0), ids(got), m.ID, p.Lease)
+			}
+			return got[0]
+		}
+		a := pullAt(t0)
+		expired := at(30 * time.Second)
+		h.transition(herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, Lease: a.Lease, At: expired, DueAt: expired,
+			Reason: "lease expired"})
+		if n, err := h.s.Release(h.ctx, expired, 10); err != nil || n != 1 {
+			t.Fatalf("Release: %d %v", n, err)
+		}
+		b := pullAt(expired)
+		before := h.get(m.ID)
+		late := []herald.Transition{
+			{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, Lease: a.Lease, At: at(40 * time.Second), Reason: "acknowledged"},
+			{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, Lease: a.Lease, At: at(40 * time.Second), DueAt: at(41 * time.Second), Reason: "nacked"},
+		}
+		for _, tr := range late {
+			if err := h.s.Transition(h.ctx, tr); !errors.Is(err, herald.ErrConflict) {
+				t.Errorf("A's late %s under its lease: %v, want ErrConflict", tr.Reason, err)
+			}
+		}
+		if got := h.get(m.ID); got.Status != herald.StatusSentToNS || got.Lease != b.Lease || got.Attempt != 2 || len(got.Timeline) != len(before.Timeline) {
+			t.Fatalf("after A's late ack and nack: %s lease %d attempt %d, %d entries; want B's lease untouched", got.Status, got.Lease, got.Attempt, len(got.Timeline))
+		}
+		h.transition(herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusDeliverySuccessful, Lease: b.Lease, At: at(40 * time.Second)})
+		if got := h.get(m.ID); got.Status != herald.StatusDeliverySuccessful {
+			t.Errorf("after B's ack: %s, want DELIVERY_SUCCESSFUL", got.Status)
 		}
 	})
 
@@ -244,7 +290,7 @@ func testRooms(t *testing.T, open opener) {
 			h.create(m)
 		}
 		seen := drainConcurrently(t, "Pull", func() ([]string, error) {
-			got, err := h.s.Pull(h.ctx, herald.PullClaim{Route: "room:r", Target: "s", Now: t0, Limit: 7, Deadline: at(time.Hour)})
+			got, err := h.s.Pull(h.ctx, herald.PullClaim{Route: "room:r", Target: "s", Now: t0, Limit: 7, Deadline: at(time.Hour), Lease: pullLease()})
 			return ids(got), err
 		})
 		if len(seen) != n {
@@ -328,6 +374,71 @@ func testRooms(t *testing.T, open opener) {
 		}
 	})
 
+	// ReplayRacesDeletion: a transition that requires a subscription
+	// applies only while it exists, checked in its own write, so a replay
+	// (CANCELLED -> QUEUED) racing the subscription's deletion leaves no
+	// QUEUED delivery of the deleted subscription, whichever goes first.
+	t.Run("ReplayRacesDeletion", func(t *testing.T) {
+		h := open(t)
+		h.room("acme", "r", 0)
+		end := herald.DeliveryEnd{At: t0, Reason: "subscription deleted"}
+		deliver := func() (herald.Subscription, string) {
+			t.Helper()
+			s := h.sub("r", herald.SubscriptionPush)
+			p := publication(h.getRoom("acme", "r"), nil, s)
+			h.publish(p)
+			id := p.Deliveries[0].ID
+			h.transition(herald.Transition{ID: id, From: herald.StatusQueued, To: herald.StatusCancelled, At: t0, Reason: "cancelled"})
+			return s, id
+		}
+		replay := func(s herald.Subscription, id string) error {
+			return h.s.Transition(h.ctx, herald.Transition{ID: id, From: herald.StatusCancelled, To: herald.StatusQueued, At: at(time.Second),
+				DueAt: at(time.Second), ResetAttempts: true, Reason: "replayed", RequireSubscription: s.ID})
+		}
+
+		kept, keptID := deliver()
+		if err := replay(kept, keptID); err != nil {
+			t.Fatalf("replay while the subscription exists: %v", err)
+		}
+		if m := h.get(keptID); m.Status != herald.StatusQueued {
+			t.Errorf("replayed while the subscription exists: %s, want QUEUED", m.Status)
+		}
+		gone, goneID := deliver()
+		if _, err := h.s.DeleteSubscription(h.ctx, "acme", gone.ID, end); err != nil {
+			t.Fatal(err)
+		}
+		before := h.get(goneID)
+		if err := replay(gone, goneID); !errors.Is(err, herald.ErrConflict) {
+			t.Errorf("replay after the deletion: %v, want ErrConflict", err)
+		}
+		if m := h.get(goneID); m.Status != herald.StatusCancelled || len(m.Timeline) != len(before.Timeline) {
+			t.Errorf("replayed after the deletion: %s, %d entries; want it CANCELLED as it was", m.Status, len(m.Timeline))
+		}
+
+		replayedFirst := 0
+		const rounds = 40
+		for range rounds {
+			s, id := deliver()
+			var (
+				wg                sync.WaitGroup
+				replayErr, delErr error
+			)
+			wg.Go(func() { replayErr = replay(s, id) })
+			wg.Go(func() { _, delErr = h.s.DeleteSubscription(h.ctx, "acme", s.ID, end) })
+			wg.Wait()
+			if delErr != nil || (replayErr != nil && !errors.Is(replayErr, herald.ErrConflict)) {
+				t.Fatalf("deletion %v, replay %v", delErr, replayErr)
+			}
+			if replayErr == nil {
+				replayedFirst++
+			}
+			if m := h.get(id); m.Status != herald.StatusCancelled {
+				t.Fatalf("delivery %s of the deleted subscription: %s (replay %v), want CANCELLED", id, m.Status, replayErr)
+			}
+		}
+		t.Logf("%d of %d replays went before their deletion", replayedFirst, rounds)
+	})
+
 	t.Run("PruneEvents", func(t *testing.T) {
 		h := open(t)
 		h.room("acme", "r", 0)
@@ -363,7 +474,7 @@ func testRooms(t *testing.T, open opener) {
 		fresh := newMessage("room:r")
 		fresh.Target, fresh.Pull = "s", true
 		h.create(fresh)
-		got := h.pull(herald.PullClaim{Route: "room:r", Target: "s", Now: at(2 * time.Minute), Limit: 1, Deadline: at(time.Hour)})
+		got := h.pull(herald.PullClaim{Route: "room:r", Target: "s", Now: at(2 * time.Minute), Limit: 1, Deadline: at(time.Hour), Lease: pullLease()})
 		if want := []string{fresh.ID}; !slices.Equal(ids(got), want) {
 			t.Errorf("Pull of 1 past 300 expired deliveries: %v, want %v", ids(got), want)
 		}
@@ -464,9 +575,10 @@ func publication(room *herald.Room, data []byte, subs ...herald.Subscription) he
 }
 
 // pullOf is a pull of up to limit of s's deliveries at now, leased for an
-// hour.
+// hour under a fresh lease.
 func pullOf(s herald.Subscription, now time.Time, limit int) herald.PullClaim {
-	return herald.PullClaim{Route: herald.RoomRoutePrefix + s.Room, Target: s.ID, Now: now, Limit: limit, Deadline: now.Add(time.Hour)}
+	return herald.PullClaim{Route: herald.RoomRoutePrefix + s.Room, Target: s.ID, Now: now, Limit: limit, Deadline: now.Add(time.Hour),
+		Lease: pullLease()}
 }
 
 func checkRoom(t *testing.T, what string, got *herald.Room, want herald.Room) {

@@ -88,6 +88,13 @@ var idSeq atomic.Int64
 // engine's time-ordered ids are.
 func nextID() string { return fmt.Sprintf("msg-%020d", idSeq.Add(1)) }
 
+// leaseSeq numbers the leases of the suite's pulls.
+var leaseSeq atomic.Int64
+
+// pullLease returns a fresh lease for a pull: past 2^62, as large as the
+// engine's random ones, and more than a float64 holds exactly.
+func pullLease() int64 { return 1<<62 + leaseSeq.Add(1) }
+
 // newMessage returns a message of tenant "acme" through route, created and
 // due at t0, ready for Create.
 func newMessage(route string) *herald.Message {

@@ -3,20 +3,24 @@
 -- id, from, to, lease (0 for any), at, due, deadline, expires, external id,
 -- last error, attempts (reset, undo or 0: see move), reason, the pause of
 -- the message's lane (until|reason, or 0 for none; a pause never shortens
--- the lane's current one: see pause), then the subscribers
--- to notify. The reply has, for each, 0 when applied, 1 when there is no
--- such message, 2 on a conflict, or {'ERR', text} (see batch).
+-- the lane's current one: see pause), the subscription that must exist
+-- ('' for none), then the subscribers to notify. The reply has, for each,
+-- 0 when applied, 1 when there is no such message, 2 on a conflict (the
+-- subscription named gone included), or {'ERR', text} (see batch).
 local function transition(o, n)
 	local m = load(ARGV[o])
 	if not m then
 		return 1
 	end
-	local lease = ARGV[o + 3]
+	local lease, sub = ARGV[o + 3], ARGV[o + 13]
 	if m.st ~= ARGV[o + 1] or (lease ~= '0' and m.lease ~= lease) then
 		return 2
 	end
+	if sub ~= '' and redis.call('EXISTS', P .. 'sub:' .. sub) == 0 then
+		return 2
+	end
 	move(m, ARGV[o + 2], ARGV[o + 4], ARGV[o + 11], ARGV[o + 5], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8],
-		ARGV[o + 9], ARGV[o + 10], { unpack(ARGV, o + 13, o + n - 1) })
+		ARGV[o + 9], ARGV[o + 10], { unpack(ARGV, o + 14, o + n - 1) })
 	local rl = ARGV[o + 12] ~= '0' and laneof(m)
 	if rl then
 		local til, why = string.match(ARGV[o + 12], '^(%d+)|(.*)$')
