@@ -88,7 +88,10 @@ type SendResult struct {
 // Poller is implemented by pull carriers: it asks the carrier how a task it
 // accepted is doing.
 //
-// Poll returns PollFailed with the carrier's reason as the error when the
+// Poll returns PollSucceeded once the task ended, with what the carrier
+// reported beyond that as result (Message.Result, nil for nothing: a
+// task's execution at the device, which the message's end shows).
+// It returns PollFailed with the carrier's reason as the error when the
 // task failed: the message is retried like a failed send (TO_RETRY, or
 // DELIVERY_FAILED once its attempts are used up), or fails at once when
 // the reason is permanent (Permanent(err), or a route's permanent pattern).
@@ -96,7 +99,7 @@ type SendResult struct {
 // polled again at the next poll, and the error becomes the message's last
 // error. The reaper polls several tasks at once, as sends run at once.
 type Poller interface {
-	Poll(ctx context.Context, m *Message) (PollResult, error)
+	Poll(ctx context.Context, m *Message) (res PollResult, result map[string]string, err error)
 }
 
 // PollResult is the state of a pulled task.

@@ -270,10 +270,10 @@ func (s *scripted) Send(context.Context, *herald.Message) (herald.SendResult, er
 	defer s.mu.Unlock()
 	return herald.SendResult{ExternalID: "task-1"}, s.err
 }
-func (s *scripted) Poll(context.Context, *herald.Message) (herald.PollResult, error) {
+func (s *scripted) Poll(context.Context, *herald.Message) (herald.PollResult, map[string]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.poll, nil
+	return s.poll, nil, nil
 }
 
 func TestLoRaWANGivesUpAfterTwelveAttempts(t *testing.T) {

@@ -44,6 +44,10 @@ type Message struct {
 	ExternalID  string    // the carrier's id for the item or task
 	LastError   string    // the last failure's text
 	Lease       int64     // fencing token of the current claim; 0 when not claimed
+	// Result is what the carrier reported beyond delivery, as a few
+	// short strings: a task's execution ("execution": "success" or
+	// "failure", with its "reason"). Nil when it reported nothing.
+	Result map[string]string
 
 	Timeline []TimelineEntry
 

@@ -14,21 +14,29 @@ import (
 
 // taskCarrier is a pull carrier whose polls answer what it is told.
 type taskCarrier struct {
-	sends atomic.Int64
-	mu    sync.Mutex
-	res   herald.PollResult
-	err   error
+	sends  atomic.Int64
+	mu     sync.Mutex
+	res    herald.PollResult
+	result map[string]string
+	err    error
 }
+
+var (
+	_ herald.Poller = (*taskCarrier)(nil)
+	_ herald.Poller = (*slowTaskCarrier)(nil)
+	_ herald.Poller = (*scripted)(nil)
+	_ herald.Poller = (*spanCarrier)(nil)
+)
 
 func (c *taskCarrier) Path() herald.Path              { return herald.PathPull }
 func (c *taskCarrier) Validate(*herald.Message) error { return nil }
 func (c *taskCarrier) Send(context.Context, *herald.Message) (herald.SendResult, error) {
 	return herald.SendResult{ExternalID: "task-" + string(rune('0'+c.sends.Add(1)))}, nil
 }
-func (c *taskCarrier) Poll(context.Context, *herald.Message) (herald.PollResult, error) {
+func (c *taskCarrier) Poll(context.Context, *herald.Message) (herald.PollResult, map[string]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.res, c.err
+	return c.res, c.result, c.err
 }
 
 func (c *taskCarrier) answer(res herald.PollResult, err error) {
@@ -85,6 +93,25 @@ func TestPermanentTaskFailureFailsAtOnce(t *testing.T) {
 	r.advance(time.Hour)
 	if c.sends.Load() != 1 {
 		t.Fatalf("%d sends after a permanent failure", c.sends.Load())
+	}
+}
+
+// TestTaskResultIsKept: what a poll reports beyond the task's end is the
+// message's result, in its view and in the timeline entry that ends it.
+func TestTaskResultIsKept(t *testing.T) {
+	c := &taskCarrier{}
+	r := pullRig(t, c, nil)
+	r.start()
+	m := r.send(herald.SendRequest{Route: "meters", Target: "m1", Text: "control"})
+	c.mu.Lock()
+	c.res, c.result = herald.PollSucceeded, map[string]string{"execution": "failure", "reason": "relay stuck"}
+	c.mu.Unlock()
+	r.advance(10 * time.Second)
+	got := r.get(m.ID)
+	last := got.Timeline[len(got.Timeline)-1]
+	if got.Status != herald.StatusDeliverySuccessful || got.View().Result["execution"] != "failure" ||
+		last.Reason != "task completed (execution: failure; reason: relay stuck)" {
+		t.Fatalf("task ended with a result: %s, result %v, last entry %q", got.Status, got.Result, last.Reason)
 	}
 }
 
@@ -165,13 +192,13 @@ type slowTaskCarrier struct {
 	slow    atomic.Int64 // polls of "slow" started
 }
 
-func (c *slowTaskCarrier) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, error) {
+func (c *slowTaskCarrier) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, map[string]string, error) {
 	if m.Target == "slow" {
 		c.slow.Add(1)
 		select {
 		case <-c.release:
 		case <-ctx.Done():
-			return herald.PollPending, ctx.Err()
+			return herald.PollPending, nil, ctx.Err()
 		}
 	}
 	return c.taskCarrier.Poll(ctx, m)

@@ -196,7 +196,7 @@ func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 	}
 	pollCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
 	pollCtx, end := e.startCall(pollCtx, CallPoll, m)
-	res, err := p.Poll(pollCtx, m)
+	res, result, err := p.Poll(pollCtx, m)
 	cancel()
 	now := e.clock.Now()
 	t := Transition{From: m.Status, Lease: m.Lease, At: now, Deadline: m.Deadline}
@@ -212,7 +212,7 @@ func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
 		e.problem("carrier_error", "poll task", "id", m.ID, "err", err)
 		t.To, t.DueAt, t.LastError = m.Status, next, err.Error()
 	case res == PollSucceeded:
-		t.To, t.Reason, t.Deadline = StatusDeliverySuccessful, "task completed", time.Time{}
+		t.To, t.Reason, t.Deadline, t.Result = StatusDeliverySuccessful, "task completed"+describeResult(result), time.Time{}, result
 	default:
 		t.To, t.DueAt = m.Status, next
 	}

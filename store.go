@@ -303,6 +303,9 @@ type Transition struct {
 	ExpiresAt  time.Time // when non-zero, replaces ExpiresAt
 	ExternalID string    // when non-empty, replaces ExternalID
 	LastError  string    // when non-empty, replaces LastError
+	// Result, when non-empty, replaces the message's Result; a replay
+	// (ResetAttempts) without one clears it.
+	Result map[string]string
 	// ResetAttempts sets Attempt to 0 (replay).
 	ResetAttempts bool
 	// RequireSubscription, when set, applies the transition only while

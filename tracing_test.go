@@ -80,14 +80,14 @@ func (c *spanCarrier) Send(ctx context.Context, _ *herald.Message) (herald.SendR
 	}
 	return herald.SendResult{ExternalID: "task-1"}, nil
 }
-func (c *spanCarrier) Poll(ctx context.Context, _ *herald.Message) (herald.PollResult, error) {
+func (c *spanCarrier) Poll(ctx context.Context, _ *herald.Message) (herald.PollResult, map[string]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.within(ctx, herald.CallPoll)
 	if c.polls++; c.polls == 1 {
-		return herald.PollPending, nil
+		return herald.PollPending, nil, nil
 	}
-	return herald.PollSucceeded, nil
+	return herald.PollSucceeded, nil, nil
 }
 func (c *spanCarrier) StillQueued(ctx context.Context, _ *herald.Message) (bool, error) {
 	c.mu.Lock()

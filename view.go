@@ -26,6 +26,7 @@ type MessageView struct {
 	ExpiresAt     *time.Time        `json:"expires_at"`
 	ExternalID    string            `json:"external_id"`
 	LastError     string            `json:"last_error"`
+	Result        map[string]string `json:"result,omitempty"` // what the carrier reported beyond delivery (Message.Result)
 	Payload       string            `json:"payload,omitempty"`
 	Text          string            `json:"text,omitempty"`
 	Params        map[string]string `json:"params,omitempty"`
@@ -50,7 +51,7 @@ func (m *Message) View() MessageView {
 		ID: m.ID, Route: m.Route, Target: m.Target, Lane: m.Lane, Status: m.Status,
 		Attempt: m.Attempt, MaxAttempts: m.MaxAttempts, Priority: m.Priority,
 		CorrelationID: m.CorrelationID, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
-		ExternalID: m.ExternalID, LastError: m.LastError, Text: m.Text, Params: m.Params,
+		ExternalID: m.ExternalID, LastError: m.LastError, Result: m.Result, Text: m.Text, Params: m.Params,
 		Timeline: make([]TimelineView, 0, len(m.Timeline)), Deduplicated: m.Deduplicated,
 	}
 	if len(m.Payload) > 0 {

@@ -69,7 +69,7 @@ func TestGarbageAnswersAreTransientErrorsQuotingTheBody(t *testing.T) {
 					t.Errorf("external id %q: want the message marked not created", m.ExternalID)
 				}
 				m.ExternalID = "1001"
-				res, err := c.(herald.Poller).Poll(context.Background(), m)
+				res, _, err := c.(herald.Poller).Poll(context.Background(), m)
 				if res != herald.PollPending {
 					t.Fatalf("poll: %v, want pending (a poll error)", res)
 				}
@@ -97,7 +97,7 @@ func TestGatewayTimeoutOnCreateIsInDoubt(t *testing.T) {
 		t.Fatalf("create answered 504: %v, external id %q", err, m.ExternalID)
 	}
 	m.ExternalID = "1001"
-	if res, err := c.Poll(context.Background(), m); res != herald.PollPending || err == nil || isPermanent(err) {
+	if res, _, err := c.Poll(context.Background(), m); res != herald.PollPending || err == nil || isPermanent(err) {
 		t.Fatalf("poll answered 504: %v, %v", res, err)
 	}
 }

@@ -165,13 +165,13 @@ func (c *V1) create(ctx context.Context, t task) (string, error) {
 // Poll asks how m's task is doing: Result.Status null or "unknown" is
 // pending, "True" done, "False" failed (retried); ResultCode "99", a
 // rejected token, fails at once.
-func (c *V1) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, error) {
+func (c *V1) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, map[string]string, error) {
 	t, err := v1Task(m)
 	if err != nil {
-		return herald.PollPending, fmt.Errorf("calin-v1: %w", err)
+		return herald.PollPending, nil, fmt.Errorf("calin-v1: %w", err)
 	}
 	if m.ExternalID == "" || isMark(m.ExternalID) {
-		return herald.PollPending, fmt.Errorf("calin-v1: %s: no task id to poll (external id %q)", t.describe(), m.ExternalID)
+		return herald.PollPending, nil, fmt.Errorf("calin-v1: %s: no task id to poll (external id %q)", t.describe(), m.ExternalID)
 	}
 	path := v1Endpoints[t.command].poll
 	a, err := c.w.post(ctx, path, c.body(map[string]string{"TaskNo": m.ExternalID}), "")
@@ -182,7 +182,7 @@ func (c *V1) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, er
 	if err != nil {
 		err = fmt.Errorf("calin-v1: task %s (%s): %s: %w", m.ExternalID, t.describe(), path[1:], err)
 	}
-	return res, err
+	return res, nil, err
 }
 
 // body returns fields with the account's credentials added.

@@ -33,11 +33,11 @@ func TestV1ReadingCreatedThenPolledUntilDone(t *testing.T) {
 		t.Errorf("progress %q, want the creating mark before the call", marks)
 	}
 	m.ExternalID = res.ExternalID
-	if got, err := c.Poll(context.Background(), m); got != herald.PollPending || err != nil {
+	if got, _, err := c.Poll(context.Background(), m); got != herald.PollPending || err != nil {
 		t.Fatalf("poll of a running task: %v, %v", got, err)
 	}
 	clk.Advance(30 * time.Second)
-	if got, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
+	if got, _, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
 		t.Fatalf("poll of a done task: %v, %v", got, err)
 	}
 	if n := len(calls(s, "COMM_RemoteReadingTask")); n != 2 {
@@ -61,7 +61,7 @@ func TestV1EachCommandReachesItsEndpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.ExternalID = res.ExternalID
-		if got, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
+		if got, _, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
 			t.Fatalf("%s: poll %v, %v", m.Params["command"], got, err)
 		}
 	}
@@ -90,7 +90,7 @@ func TestV1FailedTaskIsRetryableWithTheReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ExternalID = res.ExternalID
-	got, err := c.Poll(context.Background(), m)
+	got, _, err := c.Poll(context.Background(), m)
 	if got != herald.PollFailed || err == nil || isPermanent(err) || !strings.Contains(err.Error(), "Result.Status False") {
 		t.Fatalf("poll of a failed task: %v, %v; want PollFailed with a transient reason", got, err)
 	}
@@ -108,7 +108,7 @@ func TestV1RejectedTokenFailsPermanently(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ExternalID = res.ExternalID
-	got, err := c.Poll(context.Background(), m)
+	got, _, err := c.Poll(context.Background(), m)
 	if got != herald.PollFailed || !isPermanent(err) || !strings.Contains(err.Error(), "rejected the token") {
 		t.Fatalf("poll of a rejected token: %v, %v; want PollFailed, permanent", got, err)
 	}

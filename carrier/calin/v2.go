@@ -191,13 +191,13 @@ func (c *V2) create(ctx context.Context, t task) (string, error) {
 
 // Poll asks how m's task is doing: status 0 is pending, 1 done, 2 failed
 // (retried), 3 a rejected token (failed at once).
-func (c *V2) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, error) {
+func (c *V2) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, map[string]string, error) {
 	t, err := c.task(m)
 	if err != nil {
-		return herald.PollPending, fmt.Errorf("calin-v2: %w", err)
+		return herald.PollPending, nil, fmt.Errorf("calin-v2: %w", err)
 	}
 	if m.ExternalID == "" || isMark(m.ExternalID) {
-		return herald.PollPending, fmt.Errorf("calin-v2: %s: no task id to poll (external id %q)", t.describe(), m.ExternalID)
+		return herald.PollPending, nil, fmt.Errorf("calin-v2: %s: no task id to poll (external id %q)", t.describe(), m.ExternalID)
 	}
 	path := v2Endpoints[t.command].poll
 	body := map[string]any{"id": m.ExternalID, "lang": "en", "company": c.company}
@@ -212,7 +212,7 @@ func (c *V2) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, er
 	if err != nil {
 		err = fmt.Errorf("calin-v2: task %s (%s): %s: %w", m.ExternalID, t.describe(), path[len("/API/RemoteMeterTask/"):], err)
 	}
-	return res, err
+	return res, nil, err
 }
 
 // Close ends the create calls still running (their messages' retries then

@@ -32,11 +32,11 @@ func TestV2ReadingLogsInOnceThenCreatesAndPolls(t *testing.T) {
 		t.Fatalf("tasks %+v, answer %q", tasks, res.ExternalID)
 	}
 	m.ExternalID = res.ExternalID
-	if got, err := c.Poll(context.Background(), m); got != herald.PollPending || err != nil {
+	if got, _, err := c.Poll(context.Background(), m); got != herald.PollPending || err != nil {
 		t.Fatalf("poll of a processing task: %v, %v", got, err)
 	}
 	clk.Advance(20 * time.Second)
-	if got, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
+	if got, _, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
 		t.Fatalf("poll of a done task: %v, %v", got, err)
 	}
 	if n := len(calls(s, "/API/User/Login")); n != 1 {
@@ -60,7 +60,7 @@ func TestV2CommandsAndTheirFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.ExternalID = res.ExternalID
-		if got, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
+		if got, _, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
 			t.Fatalf("%s: poll %v, %v", m.Params["command"], got, err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestV2FailedTaskRetryableAndRejectedTokenPermanent(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ExternalID = res.ExternalID
-	got, err := c.Poll(context.Background(), m)
+	got, _, err := c.Poll(context.Background(), m)
 	if got != herald.PollFailed || err == nil || isPermanent(err) || !strings.Contains(err.Error(), "status 2") {
 		t.Fatalf("status 2: %v, %v; want PollFailed, transient", got, err)
 	}
@@ -96,7 +96,7 @@ func TestV2FailedTaskRetryableAndRejectedTokenPermanent(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ExternalID = res.ExternalID
-	got, err = c.Poll(context.Background(), m)
+	got, _, err = c.Poll(context.Background(), m)
 	if got != herald.PollFailed || !isPermanent(err) || !strings.Contains(err.Error(), "rejected the token") {
 		t.Fatalf("status 3: %v, %v; want PollFailed, permanent", got, err)
 	}
@@ -115,7 +115,7 @@ func TestV2ExpiredTokenOne401OneLogin(t *testing.T) {
 	}
 	s.ExpireTokens()
 	m.ExternalID = res.ExternalID
-	if got, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
+	if got, _, err := c.Poll(context.Background(), m); got != herald.PollSucceeded || err != nil {
 		t.Fatalf("poll after the token expired: %v, %v", got, err)
 	}
 	gets := calls(s, "GetReadingTask")
@@ -177,7 +177,7 @@ func TestV2TwoUnauthorizedInARowIsAClearTransientError(t *testing.T) {
 	}
 	refuse.Store(true)
 	m.ExternalID = res.ExternalID
-	got, err := c.Poll(context.Background(), m)
+	got, _, err := c.Poll(context.Background(), m)
 	if got != herald.PollPending || err == nil || isPermanent(err) || !strings.Contains(err.Error(), "401 Unauthorized again after a fresh login") {
 		t.Fatalf("two 401s: %v, %v; want a clear poll error", got, err)
 	}
@@ -227,7 +227,7 @@ func TestV2PollSendsTheIDAsANumber(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.ExternalID = res.ExternalID
-	if _, err := c.Poll(context.Background(), m); err != nil {
+	if _, _, err := c.Poll(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]any

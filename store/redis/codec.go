@@ -2,6 +2,7 @@ package redis
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -27,6 +28,7 @@ import (
 //	x, e  external id, last error
 //	coal, corr, idem  the coalesce, correlation and idempotency keys
 //	tp    the W3C traceparent of the request that sent it
+//	res   the carrier's result (Message.Result), a JSON object
 //
 // Absent fields are empty.
 
@@ -54,13 +56,23 @@ func hashFields(args []any, buf []byte, m *herald.Message) ([]any, []byte) {
 	args = append(args, buf[:s], buf[s:k], buf[k:])
 	for _, f := range []struct{ name, v string }{
 		{"x", m.ExternalID}, {"e", m.LastError}, {"coal", m.CoalesceKey}, {"corr", m.CorrelationID}, {"idem", m.IdempotencyKey},
-		{"tp", m.TraceParent},
+		{"tp", m.TraceParent}, {"res", encodeResult(m.Result)},
 	} {
 		if f.v != "" {
 			args = append(args, f.name, f.v)
 		}
 	}
 	return args, buf
+}
+
+// encodeResult returns field res of a message whose Result is r: a JSON
+// object, "" for none.
+func encodeResult(r map[string]string) string {
+	if len(r) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(r) // a map of strings always encodes
+	return string(b)
 }
 
 // appendBody appends field b of m to dst: the id, target, lane, text,
@@ -135,7 +147,7 @@ func (r *body) string() string {
 
 // decodedFields are the fields of a message's hash that decode reads: all
 // but the timeline, t.
-var decodedFields = []string{"s", "k", "b", "x", "e", "coal", "corr", "idem", "tp"}
+var decodedFields = []string{"s", "k", "b", "x", "e", "coal", "corr", "idem", "tp", "res"}
 
 // decode returns the message of a hash's fields, and the attempt it was
 // created with.
@@ -162,6 +174,11 @@ func decode(h map[string]string) (*herald.Message, int, error) {
 	}
 	if len(k) >= 7 {
 		m.DedupKey = unesc(k[6])
+	}
+	if res := h["res"]; res != "" {
+		if err := json.Unmarshal([]byte(res), &m.Result); err != nil {
+			return nil, 0, fmt.Errorf("malformed message: res=%q: %v", res, err)
+		}
 	}
 	m.Pull = len(k) == 8 && k[7] == "p"
 	r := &body{b: h["b"]}

@@ -17,7 +17,7 @@ import (
 const msgCols = `id, tenant, route, target, lane, priority, correlation_id, dedup_key,
 	idempotency_key, coalesce_key, status, attempt, max_attempts, created_at,
 	updated_at, due_at, deadline, expires_at, external_id, last_error, lease, trace_parent,
-	gated, backoff, params, text, payload`
+	result, gated, backoff, params, text, payload`
 
 // The values of the gated column: how a QUEUED message is claimed.
 const (
@@ -82,7 +82,7 @@ type rowScanner interface {
 func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
 	var (
 		m                                        herald.Message
-		status, params, backoff                  string
+		status, params, backoff, result          string
 		created, updated, due, deadline, expires int64
 		gated                                    int
 		payload                                  []byte
@@ -91,7 +91,7 @@ func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
 		&m.ID, &m.Tenant, &m.Route, &m.Target, &m.Lane, &m.Priority, &m.CorrelationID, &m.DedupKey,
 		&m.IdempotencyKey, &m.CoalesceKey, &status, &m.Attempt, &m.MaxAttempts, &created,
 		&updated, &due, &deadline, &expires, &m.ExternalID, &m.LastError, &m.Lease, &m.TraceParent,
-		&gated, &backoff, &params, &m.Text, &payload,
+		&result, &gated, &backoff, &params, &m.Text, &payload,
 	}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
@@ -109,6 +109,11 @@ func scanMessage(sc rowScanner, extra ...any) (*herald.Message, error) {
 	if params != "" {
 		if err := json.Unmarshal([]byte(params), &m.Params); err != nil {
 			return nil, fmt.Errorf("message %s: params: %w", m.ID, err)
+		}
+	}
+	if result != "" {
+		if err := json.Unmarshal([]byte(result), &m.Result); err != nil {
+			return nil, fmt.Errorf("message %s: result: %w", m.ID, err)
 		}
 	}
 	return &m, nil

@@ -19,6 +19,10 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 	if err != nil {
 		return nil, false, wrap("create", err)
 	}
+	result, err := encodeParams(msg.Result)
+	if err != nil {
+		return nil, false, wrap("create", err)
+	}
 	var (
 		stored    *herald.Message
 		created   bool
@@ -44,7 +48,7 @@ func (s *Store) Create(ctx context.Context, m *herald.Message, opt herald.Create
 				return err
 			}
 		}
-		if err := tx.insert(&msg, params); err != nil {
+		if err := tx.insert(&msg, params, result); err != nil {
 			return err
 		}
 		stored, created = &msg, true
@@ -99,8 +103,9 @@ func (tx *wtx) coalesce(m *herald.Message, notify []string) (int, error) {
 	return len(olds), nil
 }
 
-// insert stores m with its timeline, the creation entry.
-func (tx *wtx) insert(m *herald.Message, params string) error {
+// insert stores m with its timeline, the creation entry; params and
+// result are its Params and Result encoded (encodeParams).
+func (tx *wtx) insert(m *herald.Message, params, result string) error {
 	gated, ordered := tx.gated(m.Route), tx.rules[m.Route].Ordered
 	if m.Pull {
 		gated, ordered = gatedPull, false
@@ -109,7 +114,7 @@ func (tx *wtx) insert(m *herald.Message, params string) error {
 		m.ID, m.Tenant, m.Route, m.Target, m.Lane, m.Priority, m.CorrelationID, m.DedupKey,
 		m.IdempotencyKey, m.CoalesceKey, string(m.Status), m.Attempt, m.MaxAttempts, unixms.From(m.CreatedAt),
 		unixms.From(m.UpdatedAt), unixms.From(m.DueAt), unixms.From(m.Deadline), unixms.From(m.ExpiresAt), m.ExternalID, m.LastError, m.Lease, m.TraceParent,
-		gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), ordered)
+		result, gated, encodeBackoff(m.Backoff), params, m.Text, m.Payload, encodeEntry(m.Timeline[0]), ordered)
 	if err == nil && gated == gatedKept && m.Status == herald.StatusQueued {
 		tx.kept.changed(herald.LaneRef{Route: m.Route, Lane: m.Lane}, 0, 1, &keptKey{prio: int64(m.Priority), id: m.ID})
 	}

@@ -285,7 +285,7 @@ func (s *Store) Publish(ctx context.Context, p herald.Publication) error {
 			return err
 		}
 		for i := range msgs {
-			if err := tx.insert(&msgs[i], params[i]); err != nil {
+			if err := tx.insert(&msgs[i], params[i], ""); err != nil {
 				return err
 			}
 		}

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS messages (
 	backoff         TEXT NOT NULL DEFAULT '',    -- its own Backoff (a room's delivery): 'delay_ms multiplier'
 	seq             INTEGER NOT NULL, -- status changes so far, creation included: numbers their events
 	trace_parent    TEXT NOT NULL DEFAULT '',    -- W3C traceparent of the request that sent it, when traced
+	result          TEXT NOT NULL DEFAULT '',    -- what the carrier reported beyond delivery: JSON object, '' for none
 	-- The bulky columns come last so that reading the others stays cheap;
 	-- only Get reads the timeline, which grows with every status change.
 	params          TEXT NOT NULL,    -- JSON object, '' for none

@@ -97,7 +97,7 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.commit, `COMMIT`},
 		{&st.rollback, `ROLLBACK`},
 		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, ordered)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
 		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages INDEXED BY messages_dedup
 			WHERE tenant = +? AND route = +? AND dedup_key = +? AND dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL' AND updated_at >= ?
 			ORDER BY updated_at DESC LIMIT 1`},
@@ -116,12 +116,14 @@ func (st *writeStmts) defs() []stmtDef {
 		// ?16 sets gated again from the gated routes ?17 (a replay), and
 		// ordered from the ordered routes ?18, but for a pull message's. A change of status (?13) counts in seq,
 		// sets updated_at and appends its timeline entry: the new attempt
-		// followed by the entry's tail (?14).
+		// followed by the entry's tail (?14). ?20 replaces the result, which
+		// a replay (?8) clears otherwise.
 		{&st.transition, `UPDATE messages SET
 				status = ?1, due_at = ?3, deadline = ?4,
 				expires_at = CASE WHEN ?5 != 0 THEN ?5 ELSE expires_at END,
 				external_id = CASE WHEN ?6 != '' THEN ?6 ELSE external_id END,
 				last_error = CASE WHEN ?7 != '' THEN ?7 ELSE last_error END,
+				result = CASE WHEN ?20 != '' THEN ?20 WHEN ?8 THEN '' ELSE result END,
 				attempt = CASE WHEN ?8 THEN 0 WHEN ?15 THEN attempt - 1 ELSE attempt END,
 				lease = CASE WHEN ?9 THEN lease ELSE 0 END,
 				gated = CASE WHEN ?16 AND gated != 2 THEN ` + gatedCase("?17", "?19") + ` ELSE gated END,

@@ -26,7 +26,7 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 // transitions waiting beside it (see applyTransitions).
 func transitionRequest(ctx context.Context, t herald.Transition) *request {
 	r := &request{ctx: ctx, run: func(tx *wtx) error { return tx.transitionIfSubscribed(t) }, done: make(chan struct{})}
-	if !t.UndoAttempt && t.PauseUntil.IsZero() && !requeued(t) && t.RequireSubscription == "" { // the grouped statement knows none of these
+	if !t.UndoAttempt && t.PauseUntil.IsZero() && !requeued(t) && t.RequireSubscription == "" && len(t.Result) == 0 { // the grouped statement knows none of these
 		r.tr = &t
 	}
 	return r
@@ -74,16 +74,20 @@ func (s *Store) ClaimPoll(ctx context.Context, id string, lease int64, due, unti
 // ErrNotFound it has changed nothing.
 func (tx *wtx) transition(t herald.Transition) error {
 	moved := t.To != t.From
+	result, err := encodeParams(t.Result)
+	if err != nil {
+		return err
+	}
 	var (
 		seq, gated  int
 		route, lane string
 		prio        int64
 	)
-	err := tx.st.transition.QueryRow(
+	err = tx.st.transition.QueryRow(
 		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
-		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON, tx.keptJSON,
+		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON, tx.keptJSON, result,
 	).Scan(&seq, &gated, &route, &lane, &prio)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)

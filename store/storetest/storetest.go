@@ -50,6 +50,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"Inbound", testInbound},
 		{"Lanes", testLanes},
 		{"TraceParent", testTraceParent},
+		{"Result", testResult},
 		{"Rooms", testRooms},
 	} {
 		t.Run(topic.name, func(t *testing.T) { topic.run(t, open) })
@@ -248,6 +249,7 @@ func diffMessage(got, want *herald.Message) []string {
 	check("LastError", got.LastError == want.LastError, got.LastError, want.LastError)
 	check("Lease", got.Lease == want.Lease, got.Lease, want.Lease)
 	check("TraceParent", got.TraceParent == want.TraceParent, got.TraceParent, want.TraceParent)
+	check("Result", maps.Equal(got.Result, want.Result), got.Result, want.Result)
 	return diffs
 }
 

@@ -4,9 +4,11 @@
 -- last error, attempts (reset, undo or 0: see move), reason, the pause of
 -- the message's lane (until|reason, or 0 for none; a pause never shortens
 -- the lane's current one: see pause), the subscription that must exist
--- ('' for none), then the subscribers to notify. The reply has, for each,
--- 0 when applied, 1 when there is no such message, 2 on a conflict (the
--- subscription named gone included), or {'ERR', text} (see batch).
+-- ('' for none), its result (field res; '' keeps it, but a replay,
+-- attempts reset, clears it), then the subscribers to notify. The reply
+-- has, for each, 0 when applied, 1 when there is no such message, 2 on a
+-- conflict (the subscription named gone included), or {'ERR', text} (see
+-- batch).
 local function transition(o, n)
 	local m = load(ARGV[o])
 	if not m then
@@ -20,7 +22,12 @@ local function transition(o, n)
 		return 2
 	end
 	move(m, ARGV[o + 2], ARGV[o + 4], ARGV[o + 11], ARGV[o + 5], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8],
-		ARGV[o + 9], ARGV[o + 10], { unpack(ARGV, o + 14, o + n - 1) })
+		ARGV[o + 9], ARGV[o + 10], { unpack(ARGV, o + 15, o + n - 1) })
+	if ARGV[o + 14] ~= '' then
+		redis.call('HSET', P .. 'm:' .. m.id, 'res', ARGV[o + 14])
+	elseif ARGV[o + 10] == 'reset' then
+		redis.call('HDEL', P .. 'm:' .. m.id, 'res')
+	end
 	local rl = ARGV[o + 12] ~= '0' and laneof(m)
 	if rl then
 		local til, why = string.match(ARGV[o + 12], '^(%d+)|(.*)$')
