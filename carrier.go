@@ -83,6 +83,9 @@ type SendResult struct {
 	// recipient's proof, as long as its packet's receipt lives). The
 	// reaper handles the deadline as any carrier timeout.
 	StageTimeout time.Duration
+	// Result is what the carrier reports beyond acceptance
+	// (Message.Result: an LXMF delivery's method), nil for nothing.
+	Result map[string]string
 }
 
 // Poller is implemented by pull carriers: it asks the carrier how a task it

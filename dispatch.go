@@ -452,7 +452,7 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		return e.failure(r, m, err, "send failed"), true, outcome
 	}
 	now := e.clock.Now()
-	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Reason: "accepted by carrier"}
+	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Result: res.Result, Reason: "accepted by carrier"}
 	switch r.Carrier.Path() {
 	case PathDirect:
 		t.To = StatusDeliverySuccessful

@@ -472,13 +472,14 @@ type timedNetwork struct{ network }
 
 func (n *timedNetwork) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
 	res, err := n.network.Send(ctx, m)
-	res.StageTimeout = 12 * time.Second
+	res.StageTimeout, res.Result = 12*time.Second, map[string]string{"method": "direct"}
 	return res, err
 }
 
 // TestPushStageTimeoutOfTheSendBoundsItsWait: a push carrier's own bound
 // on a send's DELIVERED_TO_NS stage replaces the route's carrier timeout
-// (15 min here): the message is retried once it passes.
+// (15 min here): the message is retried once it passes. The result the
+// carrier reports with its acceptance is the message's.
 func TestPushStageTimeoutOfTheSendBoundsItsWait(t *testing.T) {
 	p, err := herald.ProfilePolicy(herald.ProfileLXMF)
 	if err != nil {
@@ -490,6 +491,9 @@ func TestPushStageTimeoutOfTheSendBoundsItsWait(t *testing.T) {
 	r.settle()
 	if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || got.Deadline.Sub(r.clock.Now()) != 12*time.Second {
 		t.Fatalf("accepted: %s with its deadline in %v, want DELIVERED_TO_NS for 12s", got.Status, got.Deadline.Sub(r.clock.Now()))
+	}
+	if got := r.get(m.ID); got.Result["method"] != "direct" || got.View().Result["method"] != "direct" {
+		t.Errorf("result %v, want the carrier's", got.Result)
 	}
 	r.advance(12 * time.Second)
 	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Attempt != 1 {
