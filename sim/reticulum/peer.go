@@ -26,6 +26,9 @@ type PeerConfig struct {
 	// Offline starts the peer offline: it has not announced and nothing
 	// reaches it until Online.
 	Offline bool
+	// Latency delays every packet the transport node sends the peer: its
+	// proofs come back that much later.
+	Latency time.Duration
 }
 
 // Received is a message a peer received.
@@ -85,7 +88,7 @@ func (s *Sim) newPeer(cfg PeerConfig) (*Peer, error) {
 	if p.router, err = lxmf.NewRouter(p.node, rc); err != nil {
 		return nil, err
 	}
-	s.attachPipe(theirs, "peer:"+cfg.Name)
+	s.attachPipe(theirs, "peer:"+cfg.Name, cfg.Latency)
 	p.setOnline(!cfg.Offline)
 	p.node.Start()
 	if !cfg.Offline {

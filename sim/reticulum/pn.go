@@ -85,7 +85,7 @@ func (s *Sim) newPropagationNode(cfg PropagationNodeConfig) (*PropagationNode, e
 			},
 		})
 	})
-	s.attachPipe(theirs, "pn:"+cfg.Name)
+	s.attachPipe(theirs, "pn:"+cfg.Name, 0)
 	n.node.Start()
 	return n, n.dest.Announce()
 }

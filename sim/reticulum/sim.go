@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	rns "github.com/heraldmq/herald/reticulum"
 )
@@ -28,11 +29,12 @@ type Config struct {
 // clients reach over TCP, and LXMF peers and propagation nodes attached
 // to it.
 type Sim struct {
-	cfg Config
-	log *slog.Logger
-	t   *transport
-	ln  net.Listener
-	wg  sync.WaitGroup
+	cfg  Config
+	log  *slog.Logger
+	t    *transport
+	ln   net.Listener
+	wg   sync.WaitGroup
+	done chan struct{} // closed by Close
 
 	mu     sync.Mutex
 	closed bool
@@ -48,7 +50,7 @@ func Start(cfg Config) (*Sim, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Sim{cfg: cfg, log: log, conns: map[net.Conn]bool{}}
+	s := &Sim{cfg: cfg, log: log, conns: map[net.Conn]bool{}, done: make(chan struct{})}
 	id, err := s.identity("transport")
 	if err != nil {
 		return nil, err
@@ -108,14 +110,51 @@ func (s *Sim) AddPropagationNode(cfg PropagationNodeConfig) (*PropagationNode, e
 }
 
 // attachPipe makes the transport's end of an in-memory interface one of
-// its ports.
-func (s *Sim) attachPipe(end *rns.PipeEnd, name string) {
+// its ports, whose packets arrive latency after they are sent.
+func (s *Sim) attachPipe(end *rns.PipeEnd, name string, latency time.Duration) {
 	p := &port{name: name, send: end.Send}
+	if latency > 0 {
+		p.send = s.delayed(end.Send, latency)
+	}
 	s.t.attach(p)
 	end.Start(func(raw []byte) { s.t.inbound(raw, p) })
 	s.mu.Lock()
 	s.pipes = append(s.pipes, end)
 	s.mu.Unlock()
+}
+
+// delayed sends each packet latency after it is handed over, in order,
+// from a goroutine that ends with the simulator.
+func (s *Sim) delayed(send func([]byte) error, latency time.Duration) func([]byte) error {
+	type packet struct {
+		due time.Time
+		raw []byte
+	}
+	q := make(chan packet, 1024)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			select {
+			case <-s.done:
+				return
+			case p := <-q:
+				select {
+				case <-s.done:
+					return
+				case <-time.After(time.Until(p.due)):
+				}
+				send(p.raw)
+			}
+		}
+	}()
+	return func(raw []byte) error {
+		select {
+		case q <- packet{due: time.Now().Add(latency), raw: append([]byte{}, raw...)}:
+		default: // a full queue drops, as a congested link does
+		}
+		return nil
+	}
 }
 
 // identity draws the identity called name from the seed: the X25519 key
@@ -137,6 +176,7 @@ func (s *Sim) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
 	for c := range s.conns {
 		c.Close()
 	}

@@ -106,7 +106,9 @@ func TestClientDeliversThroughTheTransportNode(t *testing.T) {
 		{"opportunistic", c.router.SendOpportunistic, lxmf.Delivered, "packet"},
 		{"direct", c.router.SendDirect, lxmf.Delivered, "packet"},
 		{strings.Repeat("r", 3000), c.router.SendDirect, lxmf.Delivered, "resource"},
-		{"propagated", func(ctx context.Context, m *lxmf.Message) lxmf.Result { return c.router.SendPropagated(ctx, pn.Address(), m) }, lxmf.Accepted, "packet"},
+		{"propagated", func(ctx context.Context, m *lxmf.Message) lxmf.Result {
+			return c.router.SendPropagated(ctx, pn.Address(), m)
+		}, lxmf.Accepted, "packet"},
 	}
 	for _, sc := range sends {
 		m := c.router.NewMessage(peer.Address(), []byte("t"), []byte(sc.content), nil)
