@@ -55,7 +55,18 @@ type Carrier struct {
 	events chan event
 	stop   chan struct{} // closed by Close: the watches of proofs end
 	once   sync.Once
+	// fallback is the route whose method (and propagation node) a
+	// message's last attempt takes (SetFallback), or nil.
+	fallback *Carrier
 }
+
+// SetFallback makes the last attempt of each message go by f's method
+// (and f's propagation node) instead of c's: with method direct and a
+// propagated fallback, a recipient not reached directly in the first
+// attempts gets the message through the propagation node at the last.
+// Without one a message never changes method, as LXMF never falls back
+// by itself. Call it before the engine starts.
+func (c *Carrier) SetFallback(f *Carrier) { c.fallback = f }
 
 // New returns the carrier of a route on cfg.Endpoint.
 func New(cfg Config) (*Carrier, error) {

@@ -326,3 +326,111 @@ func TestMessagesToHeraldGoToSubscribers(t *testing.T) {
 		}
 	})
 }
+
+// TestFallbackRouteTakesTheLastAttempt: a direct route whose fallback is
+// a propagated route makes a message's last attempt through the
+// propagation node: a recipient whose path is gone (it went offline; the
+// transport node forgot it) gets it propagated at attempt 5, with
+// result.method propagated. Without the fallback it would have failed.
+func TestFallbackRouteTakesTheLastAttempt(t *testing.T) {
+	var gone *simr.Peer
+	var pn *simr.PropagationNode
+	r := newRig(t, stores[0].open, func(s *simr.Sim) []route {
+		gone, _ = s.AddPeer(simr.PeerConfig{Name: "gone"})
+		pn, _ = s.AddPropagationNode(simr.PropagationNodeConfig{Name: "pn", StampCost: 4})
+		return []route{{name: "mesh", method: Direct, fallback: "mesh-pn"}, {name: "mesh-pn", method: Propagated, pn: pn.Address()}}
+	})
+	r.ep.requestPath(gone.Address(), r.clock.Now()) // herald learns its identity
+	r.eventually("the path to gone", func() bool { return r.ep.node.HasPath(gone.Address()) && r.ep.node.HasPath(pn.Address()) })
+	gone.Offline()
+	r.sim.ForgetPath(gone.Address())
+	r.ep.node.Store().DropPath(gone.Address())
+	m := r.send("mesh", gone.Address().String(), "keep it for me", nil)
+	r.settle()
+	for a := 1; a < 5; a++ {
+		if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Attempt != a {
+			t.Fatalf("attempt %d: %s at attempt %d", a, got.Status, got.Attempt)
+		}
+		r.advance(PathRequestWait)
+	}
+	got := r.waitStatus(m.ID, herald.StatusDeliverySuccessful)
+	if got.Attempt != 5 || got.Result["method"] != "propagated" {
+		t.Fatalf("delivered at attempt %d with result %v", got.Attempt, got.Result)
+	}
+	if ups := pn.Uploads(); len(ups) != 1 || ups[0].Destination != gone.Address().String() {
+		t.Fatalf("the propagation node took %+v", ups)
+	}
+}
+
+// TestOpportunisticFollowsTheReferenceLoop: to a recipient that went
+// silent (its path still known), an opportunistic message is sent,
+// awaits its proof for as long as its receipt lives, waits 10 s and is
+// sent again; its third attempt drops the path that did not deliver and
+// asks for it again (7 s); the fourth and fifth are sent along the path
+// found again, and the message fails after the fifth's proof wait.
+func TestOpportunisticFollowsTheReferenceLoop(t *testing.T) {
+	var ivy *simr.Peer
+	r := newRig(t, stores[0].open, func(s *simr.Sim) []route {
+		ivy, _ = s.AddPeer(simr.PeerConfig{Name: "ivy"})
+		return []route{{name: "opp", method: Opportunistic}}
+	})
+	r.ep.requestPath(ivy.Address(), r.clock.Now())
+	r.eventually("the path to ivy", func() bool { return r.ep.node.HasPath(ivy.Address()) })
+	ivy.Offline()
+	m := r.send("opp", ivy.Address().String(), "hello?", nil)
+	proofWait := func(a int) {
+		t.Helper()
+		got := r.waitStatus(m.ID, herald.StatusDeliveredToNS)
+		if got.Attempt != a || got.Deadline.Sub(r.clock.Now()) < 10*time.Second {
+			t.Fatalf("attempt %d: DELIVERED_TO_NS at attempt %d until %v", a, got.Attempt, got.Deadline.Sub(r.clock.Now()))
+		}
+		r.advance(got.Deadline.Sub(r.clock.Now()))
+		if got := r.get(m.ID); a < 5 && (got.Status != herald.StatusToRetry || got.DueAt.Sub(r.clock.Now()) != 10*time.Second) {
+			t.Fatalf("attempt %d unproved: %s, due in %v; want TO_RETRY in 10s", a, got.Status, got.DueAt.Sub(r.clock.Now()))
+		}
+	}
+	proofWait(1)
+	r.advance(10 * time.Second)
+	proofWait(2)
+	r.advance(10 * time.Second)
+	got := r.get(m.ID)
+	if got.Attempt != 3 || got.Status != herald.StatusToRetry || !strings.Contains(got.LastError, "path dropped") || r.explain(m.ID).Reason != "path_requested" {
+		t.Fatalf("attempt 3: %s at %d, last error %q", got.Status, got.Attempt, got.LastError)
+	}
+	r.eventually("the path found again", func() bool { return r.ep.node.HasPath(ivy.Address()) })
+	r.advance(PathRequestWait)
+	proofWait(4)
+	r.advance(10 * time.Second)
+	proofWait(5)
+	if got := r.waitStatus(m.ID, herald.StatusDeliveryFailed); got.Attempt != 5 {
+		t.Fatalf("failed at attempt %d", got.Attempt)
+	}
+}
+
+// TestOpportunisticFirstTryGoesWithoutAPath: a recipient whose identity
+// herald knows but whose path it has not gets the first attempt sent
+// without one (on every interface, the reference's pathless try); the
+// second asks for the path.
+func TestOpportunisticFirstTryGoesWithoutAPath(t *testing.T) {
+	var jay *simr.Peer
+	r := newRig(t, stores[0].open, func(s *simr.Sim) []route {
+		jay, _ = s.AddPeer(simr.PeerConfig{Name: "jay"})
+		return []route{{name: "opp", method: Opportunistic}}
+	})
+	r.ep.requestPath(jay.Address(), r.clock.Now())
+	r.eventually("the path to jay", func() bool { return r.ep.node.HasPath(jay.Address()) })
+	jay.Offline()
+	r.sim.ForgetPath(jay.Address())
+	r.ep.node.Store().DropPath(jay.Address())
+	m := r.send("opp", jay.Address().String(), "anyone?", nil)
+	got := r.waitStatus(m.ID, herald.StatusDeliveredToNS)
+	if got.Attempt != 1 || got.Result["method"] != "opportunistic" {
+		t.Fatalf("attempt 1: %+v", got)
+	}
+	r.advance(got.Deadline.Sub(r.clock.Now()))
+	r.advance(10 * time.Second)
+	got = r.get(m.ID)
+	if got.Attempt != 2 || got.Status != herald.StatusToRetry || !strings.Contains(got.LastError, "no path") {
+		t.Fatalf("attempt 2: %s at %d, %q", got.Status, got.Attempt, got.LastError)
+	}
+}

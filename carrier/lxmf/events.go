@@ -103,8 +103,15 @@ func (c *Carrier) received(m *lxm.Received) {
 
 // Listen hands the carrier's events to the engine while it runs: each
 // is durable in the inbox once ingest returns nil; one the store does not
-// take is offered again, a little later.
+// take is offered again, a little later. It first asks for the paths of
+// the propagation nodes the route may upload to, so that the first
+// upload need not wait for one.
 func (c *Carrier) Listen(ctx context.Context, ingest herald.IngestFunc) error {
+	for _, f := range []*Carrier{c, c.fallback} {
+		if f != nil && f.cfg.Method == Propagated {
+			c.ep.requestPath(f.cfg.PropagationNode, c.cfg.Now())
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -67,10 +67,11 @@ type rig struct {
 
 // route is an lxmf route of a rig.
 type route struct {
-	name   string
-	method Method
-	pn     reticulum.Hash
-	wait   time.Duration
+	name     string
+	method   Method
+	pn       reticulum.Hash
+	wait     time.Duration
+	fallback string // another route of the rig
 }
 
 // newRig starts the network (setup adds its peers first and returns the
@@ -92,17 +93,24 @@ func newRig(t *testing.T, open func(*testing.T) herald.Store, setup func(*simr.S
 	fc := clock.NewFake(t0)
 	r := &rig{t: t, sim: s, ep: ep, clock: fc, sink: &sink{}}
 	var hr []herald.Route
+	carriers := map[string]*Carrier{}
 	for _, rt := range routes {
 		c, err := New(Config{Endpoint: ep, Method: rt.method, PropagationNode: rt.pn, WaitForPath: rt.wait, Now: fc.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
+		carriers[rt.name] = c
 		p, err := herald.ProfilePolicy(herald.ProfileLXMF)
 		if err != nil {
 			t.Fatal(err)
 		}
 		hr = append(hr, herald.Route{Name: rt.name, Carrier: c, Policy: p})
 		t.Cleanup(func() { c.Close() })
+	}
+	for _, rt := range routes {
+		if rt.fallback != "" {
+			carriers[rt.name].SetFallback(carriers[rt.fallback])
+		}
 	}
 	st := open(t)
 	t.Cleanup(func() { st.Close() })

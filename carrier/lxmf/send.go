@@ -44,7 +44,10 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 	if err := c.ep.router.Prepare(ctx, msg); err != nil {
 		return herald.SendResult{}, fmt.Errorf("pack the message: %w", err)
 	}
-	method := c.cfg.Method
+	method, pn := c.cfg.Method, c.cfg.PropagationNode
+	if f := c.fallback; f != nil && m.Attempt >= m.MaxAttempts {
+		method, pn = f.cfg.Method, f.cfg.PropagationNode
+	}
 	if method == Opportunistic && msg.ContentSize() > lxm.EncryptedPacketMaxContent {
 		method = Direct // as the reference falls back for content that does not fit a packet
 	}
@@ -55,7 +58,7 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 	case Direct:
 		d, err = c.direct(ctx, m, msg)
 	default:
-		d, err = c.propagated(ctx, m, msg)
+		d, err = c.propagated(ctx, m, msg, pn)
 	}
 	if err != nil {
 		return herald.SendResult{}, err
@@ -101,11 +104,10 @@ func (c *Carrier) direct(ctx context.Context, m *herald.Message, msg *lxm.Messag
 	return d, nil
 }
 
-// propagated uploads the message to the route's propagation node, which
-// needs a path to the node and the recipient's identity (the upload is
+// propagated uploads the message to the propagation node pn, which needs
+// a path to the node and the recipient's identity (the upload is
 // encrypted to it).
-func (c *Carrier) propagated(ctx context.Context, m *herald.Message, msg *lxm.Message) (*lxm.Delivery, error) {
-	pn := c.cfg.PropagationNode
+func (c *Carrier) propagated(ctx context.Context, m *herald.Message, msg *lxm.Message, pn reticulum.Hash) (*lxm.Delivery, error) {
 	if !c.ep.node.HasPath(pn) {
 		return nil, c.askPath(m, pn, !c.waits(m), "no path to the propagation node")
 	}

@@ -85,6 +85,11 @@ func (s *Sim) Stats() Stats { return s.t.Stats() }
 // HasPath reports whether the transport node knows a path to dest.
 func (s *Sim) HasPath(dest rns.Hash) bool { return s.t.hasPath(dest) }
 
+// ForgetPath makes the transport node forget its path to dest, as a path
+// of a destination that stopped announcing expires: path requests for it
+// go unanswered until it announces again.
+func (s *Sim) ForgetPath(dest rns.Hash) { s.t.forget(dest) }
+
 // AddPeer attaches an LXMF recipient.
 func (s *Sim) AddPeer(cfg PeerConfig) (*Peer, error) {
 	p, err := s.newPeer(cfg)

@@ -116,6 +116,13 @@ func (t *transport) hasPath(dest rns.Hash) bool {
 	return ok
 }
 
+// forget drops the path to dest, as a path expires.
+func (t *transport) forget(dest rns.Hash) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.paths, dest)
+}
+
 // inbound handles one packet received on from.
 func (t *transport) inbound(raw []byte, from *port) {
 	raw = append([]byte{}, raw...)
