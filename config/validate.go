@@ -29,6 +29,7 @@ func (f *File) Validate() error {
 	}
 	errs = append(errs, f.validateSubscribers()...)
 	errs = append(errs, f.validateRoutes()...)
+	errs = append(errs, f.validateLXMFRoutes()...)
 	if f.OTel != nil {
 		errs = append(errs, f.OTel.validate()...)
 	}
@@ -166,6 +167,8 @@ func (r Route) validateCarrier() []error {
 				errs = append(errs, fmt.Errorf("base_url: %v", err))
 			}
 		}
+	case CarrierLXMF:
+		errs = append(errs, r.validateLXMF()...)
 	case CarrierCalinV1, CarrierCalinV2:
 		if r.BaseURL == "" {
 			errs = append(errs, fmt.Errorf("base_url is required for a %s route", r.Carrier))

@@ -219,8 +219,16 @@ func (s *server) shutdown() error {
 }
 
 // buildRoutes makes the engine's routes, with their carriers, from the config.
-func buildRoutes(f *config.File) ([]herald.Route, error) {
-	var routes []herald.Route
+func buildRoutes(f *config.File) (routes []herald.Route, err error) {
+	mesh := newLXMFWiring()
+	defer func() {
+		if err == nil {
+			err = mesh.link()
+		}
+		if err != nil {
+			mesh.close()
+		}
+	}()
 	for _, rc := range f.Routes {
 		policy, err := rc.Policy()
 		if err != nil {
@@ -265,6 +273,8 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 				ChunkTimeout: policy.Timeouts.Accept, Spacing: policy.Admission.Spacing})
 		case config.CarrierCalinV1, config.CarrierCalinV2:
 			c, err = calinCarrier(rc)
+		case config.CarrierLXMF:
+			c, err = mesh.carrier(rc)
 		default:
 			err = fmt.Errorf("carrier %q is not available in this build", rc.Carrier)
 		}
