@@ -131,21 +131,20 @@ func (e *Endpoint) received(m *lxm.Received) {
 // than pathRequestGap before now; it reports whether it sent a request.
 func (e *Endpoint) requestPath(dest reticulum.Hash, now time.Time) bool {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if last, ok := e.requested[dest]; ok && now.Sub(last) < pathRequestGap {
-		e.mu.Unlock()
 		return false
 	}
-	e.requested[dest] = now
 	for h, t := range e.requested {
 		if now.Sub(t) > pathRequestGap {
 			delete(e.requested, h)
 		}
 	}
-	e.mu.Unlock()
-	if err := e.node.RequestPath(dest); err != nil {
+	if err := e.node.RequestPath(dest); err != nil { // not connected: the next attempt asks again
 		e.log.Debug("lxmf: path request not sent", "dest", dest, "err", err)
 		return false
 	}
+	e.requested[dest] = now
 	return true
 }
 

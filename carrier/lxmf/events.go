@@ -107,11 +107,12 @@ func (c *Carrier) received(m *lxm.Received) {
 // the propagation nodes the route may upload to, so that the first
 // upload need not wait for one.
 func (c *Carrier) Listen(ctx context.Context, ingest herald.IngestFunc) error {
-	for _, f := range []*Carrier{c, c.fallback} {
-		if f != nil && f.cfg.Method == Propagated {
-			c.ep.requestPath(f.cfg.PropagationNode, c.cfg.Now())
-		}
-	}
+	done := make(chan struct{})
+	defer func() { <-done }()
+	go func() {
+		defer close(done)
+		c.askNodePaths(ctx)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -128,6 +129,23 @@ func (c *Carrier) Listen(ctx context.Context, ingest herald.IngestFunc) error {
 					return nil
 				case <-time.After(wait):
 				}
+			}
+		}
+	}
+}
+
+// askNodePaths asks for the paths of the propagation nodes the route
+// uploads to (its own, its fallback's), once the endpoint is connected.
+func (c *Carrier) askNodePaths(ctx context.Context) {
+	for _, f := range []*Carrier{c, c.fallback} {
+		if f == nil || f.cfg.Method != Propagated {
+			continue
+		}
+		for pn := f.cfg.PropagationNode; !c.ep.node.HasPath(pn) && !c.ep.requestPath(pn, c.cfg.Now()); {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Store = "redis://127.0.0.1:1/0"
-	routes, err := buildRoutes(f)
+	routes, err := buildRoutes(f, slog.Default())
 	if err != nil {
 		t.Fatalf("buildRoutes on Redis: %v", err)
 	}
@@ -76,7 +77,7 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 	f.Routes[0].Ordered = true
 	f.Routes[0].DedupTTL = config.Duration(time.Hour)
 	f.Routes[0].Circuit = &config.Circuit{Failures: 3, CoolDown: config.Duration(time.Second)}
-	if routes, err = buildRoutes(f); err != nil {
+	if routes, err = buildRoutes(f, slog.Default()); err != nil {
 		t.Fatalf("buildRoutes with ordered, dedup_ttl and circuit on Redis: %v", err)
 	}
 	p := routes[0].Policy
@@ -87,7 +88,7 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 	// A telegram route keeps its defaults too: spacing per chat and a circuit.
 	t.Setenv("HERALD_TEST_TELEGRAM_TOKEN", "123:abc")
 	f.Routes = append(f.Routes, config.Route{Name: "chat", Carrier: config.CarrierTelegram, TokenEnv: "HERALD_TEST_TELEGRAM_TOKEN"})
-	if routes, err = buildRoutes(f); err != nil {
+	if routes, err = buildRoutes(f, slog.Default()); err != nil {
 		t.Fatalf("buildRoutes with a telegram route on Redis: %v", err)
 	}
 	tc := config.DefaultTelegramCircuit
@@ -113,12 +114,12 @@ func TestServeRefusesTelegramRoutesWithoutTheirToken(t *testing.T) {
 	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
 		t.Errorf("Validate = %v, want the variable named", err)
 	}
-	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
+	if _, err := buildRoutes(f, slog.Default()); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
 		t.Errorf("buildRoutes = %v, want the variable named", err)
 	}
 	t.Setenv("HERALD_TEST_BAD_TOKEN", "12 34/hushhush")
 	f.Routes[1].TokenEnv = "HERALD_TEST_BAD_TOKEN"
-	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), `route "chat"`) || strings.Contains(err.Error(), "hushhush") {
+	if _, err := buildRoutes(f, slog.Default()); err == nil || !strings.Contains(err.Error(), `route "chat"`) || strings.Contains(err.Error(), "hushhush") {
 		t.Errorf("buildRoutes with a malformed token = %v, want it refused without showing the token", err)
 	}
 }

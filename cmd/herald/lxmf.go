@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	lxmfcarrier "github.com/heraldmq/herald/carrier/lxmf"
@@ -14,13 +15,14 @@ import (
 // identity, connection) per identity file, shared by the routes that
 // name it, and each route's fallback once every route is built.
 type lxmfWiring struct {
+	log       *slog.Logger
 	endpoints map[string]*lxmfcarrier.Endpoint
 	carriers  map[string]*lxmfcarrier.Carrier
 	fallbacks map[string]string // route -> its fallback_route
 }
 
-func newLXMFWiring() *lxmfWiring {
-	return &lxmfWiring{endpoints: map[string]*lxmfcarrier.Endpoint{}, carriers: map[string]*lxmfcarrier.Carrier{}, fallbacks: map[string]string{}}
+func newLXMFWiring(log *slog.Logger) *lxmfWiring {
+	return &lxmfWiring{log: log, endpoints: map[string]*lxmfcarrier.Endpoint{}, carriers: map[string]*lxmfcarrier.Carrier{}, fallbacks: map[string]string{}}
 }
 
 // carrier builds the carrier of lxmf route rc.
@@ -29,7 +31,8 @@ func (w *lxmfWiring) carrier(rc config.Route) (*lxmfcarrier.Carrier, error) {
 	ep := w.endpoints[key]
 	if ep == nil {
 		var err error
-		ep, err = lxmfcarrier.OpenEndpoint(lxmfcarrier.EndpointConfig{TCP: rc.Reticulum.TCP, IdentityFile: rc.IdentityFile, DisplayName: rc.DisplayName})
+		ep, err = lxmfcarrier.OpenEndpoint(lxmfcarrier.EndpointConfig{TCP: rc.Reticulum.TCP, IdentityFile: rc.IdentityFile, DisplayName: rc.DisplayName,
+			Logger: w.log.With("route", rc.Name)})
 		if err != nil {
 			return nil, fmt.Errorf("identity_file %s: %w", rc.IdentityFile, err)
 		}

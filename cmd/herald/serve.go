@@ -105,7 +105,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
-	routes, err := buildRoutes(f)
+	routes, err := buildRoutes(f, log)
 	if err != nil {
 		return nil, err
 	}
@@ -218,9 +218,10 @@ func (s *server) shutdown() error {
 	return errors.Join(httpErr, engineErr, storeErr, traceErr)
 }
 
-// buildRoutes makes the engine's routes, with their carriers, from the config.
-func buildRoutes(f *config.File) (routes []herald.Route, err error) {
-	mesh := newLXMFWiring()
+// buildRoutes makes the engine's routes, with their carriers, from the
+// config; the carriers that log log to log.
+func buildRoutes(f *config.File, log *slog.Logger) (routes []herald.Route, err error) {
+	mesh := newLXMFWiring(log)
 	defer func() {
 		if err == nil {
 			err = mesh.link()
