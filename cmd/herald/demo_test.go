@@ -19,7 +19,10 @@ import (
 // once by a chat that blocked the bot) and the LoRaWAN downlinks through
 // the ChirpStack simulator (all four stages, one retried after a NACK, one
 // failed at once as too big), and the meter tasks through the Calin V1 and
-// V2 simulators (one task each; a reused token rejected at once).
+// V2 simulators (one task each; a reused token rejected at once), and the
+// LXMF messages through the Reticulum simulator (proved by the recipient,
+// accepted by the propagation node, one to a recipient that comes online
+// late after a path request).
 func TestDemoShowsMessagesFlowing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -41,13 +44,18 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		"to 0004a30b001c0a02  DELIVERY_FAILED at attempt 1: DOWNLINK_PAYLOAD_SIZE",
 		"Calin: V1 created 3 tasks, V2 2 — one per message",
 		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (task completed)",
-		"to meter 47001234567 (meters-v1)  DELIVERY_FAILED, task 1003: calin-v1: task 1003 (token task for meter 47001234567): COMM_RemoteTokenTask: the meter rejected the token"} {
+		"to meter 47001234567 (meters-v1)  DELIVERY_FAILED, task 1003: calin-v1: task 1003 (token task for meter 47001234567): COMM_RemoteTokenTask: the meter rejected the token",
+		"LXMF: alice received 2 messages, the late recipient 1 (online after 3s), the propagation node took 1",
+		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (accepted by the propagation node)",
+		"-> DELIVERY_SUCCESSFUL attempt 2  (proved by the recipient)",
+		"SENT_TO_NS      -> TO_RETRY            attempt 1  (path_requested)",
+		"(direct, resource; LXMF hash "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
 	}
-	if n, want := strings.Count(text, "-> QUEUED              attempt 0  (created)"), 5+len(demoChats())+len(demoDownlinks())+len(demoMeterTasks()); n != want {
-		t.Errorf("demo showed %d messages created, want %d: 5 webhooks, the chat messages, the downlinks and the meter tasks:\n%s", n, want, text)
+	if n, want := strings.Count(text, "-> QUEUED              attempt 0  (created)"), 5+len(demoChats())+len(demoDownlinks())+len(demoMeterTasks())+4; n != want {
+		t.Errorf("demo showed %d messages created, want %d: 5 webhooks, the chat messages, the downlinks, the meter tasks and 4 LXMF messages:\n%s", n, want, text)
 	}
 	if n := strings.Count(text, "DELIVERY_SUCCESSFUL at attempt"); n != len(demoDownlinks())-1 {
 		t.Errorf("%d downlinks succeeded, want all but the one too big:\n%s", n, text)
