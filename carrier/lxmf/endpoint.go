@@ -1,6 +1,7 @@
 package lxmf
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -163,4 +164,22 @@ func (e *Endpoint) release() error {
 	close(e.stop)
 	e.wg.Wait()
 	return e.node.Close()
+}
+
+// AwaitPath asks the network for a path to dest, unless one is known, and
+// waits for it or for ctx, asking again every PathRequestWait.
+func (e *Endpoint) AwaitPath(ctx context.Context, dest reticulum.Hash) error {
+	for !e.node.HasPath(dest) {
+		e.requestPath(dest, time.Now())
+		wait, cancel := context.WithTimeout(ctx, PathRequestWait)
+		err := e.node.WaitForPath(wait, dest)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	return nil
 }
