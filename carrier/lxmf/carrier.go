@@ -99,6 +99,15 @@ func New(cfg Config) (*Carrier, error) {
 // once it is on the wire), its proof ends it.
 func (c *Carrier) Path() herald.Path { return herald.PathPush }
 
+// sendCallTimeout bounds a send: a resource's parts go out as the
+// receiver asks for them, which takes minutes on a slow link; the engine
+// keeps the message's claim alive meanwhile.
+const sendCallTimeout = 5 * time.Minute
+
+// CallTimeout bounds a send's call in place of the route's accept
+// timeout (herald.SlowCaller): a resource may take long to go out.
+func (c *Carrier) CallTimeout() time.Duration { return sendCallTimeout }
+
 // Lane is the recipient: one message in flight per recipient by default.
 func (c *Carrier) Lane(m *herald.Message) string { return m.Target }
 
