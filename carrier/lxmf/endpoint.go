@@ -41,25 +41,30 @@ const pathRequestGap = 5 * time.Second
 // TCP connection to a transport node, with herald's identity and its
 // lxmf.delivery destination. The routes that name the same identity file
 // share it (each with its own method); messages addressed to it go to
-// the first route's subscribers.
+// the first route's subscribers. It touches neither the identity file nor
+// the network before Start, so that building the routes of a config to
+// check it does neither.
 type Endpoint struct {
-	cfg    EndpointConfig
-	log    *slog.Logger
-	node   *reticulum.Node
-	router *lxm.Router
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	cfg  EndpointConfig
+	log  *slog.Logger
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	once     sync.Once
+	startErr error
+	node     *reticulum.Node // set by Start
+	router   *lxm.Router     // set by Start
 
 	mu        sync.Mutex
 	inbound   func(*lxm.Received) // the first route's, for messages to herald
 	requested map[reticulum.Hash]time.Time
 	users     int
+	started   bool
 	closed    bool
 }
 
-// OpenEndpoint loads (or creates) the identity, opens the node's store and
-// connects to the transport node in the background.
-func OpenEndpoint(cfg EndpointConfig) (*Endpoint, error) {
+// NewEndpoint returns the endpoint cfg describes, not started.
+func NewEndpoint(cfg EndpointConfig) (*Endpoint, error) {
 	if cfg.TCP == "" || cfg.IdentityFile == "" {
 		return nil, errors.New("lxmf: an endpoint needs a transport node's tcp address and an identity file")
 	}
@@ -67,29 +72,48 @@ func OpenEndpoint(cfg EndpointConfig) (*Endpoint, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	id, err := reticulum.LoadOrCreateIdentity(cfg.IdentityFile)
+	return &Endpoint{cfg: cfg, log: log, stop: make(chan struct{}), requested: map[reticulum.Hash]time.Time{}}, nil
+}
+
+// Start loads (or creates) the identity, opens the node's store and
+// connects to the transport node in the background, once; later calls
+// return the first one's error. The carriers start it when the engine
+// starts them (Listen) or sends.
+func (e *Endpoint) Start() error {
+	e.once.Do(func() { e.startErr = e.open() })
+	return e.startErr
+}
+
+func (e *Endpoint) open() error {
+	id, err := reticulum.LoadOrCreateIdentity(e.cfg.IdentityFile)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	tc := reticulum.NewTCPClient(cfg.TCP)
-	tc.MinBackoff, tc.Logger = 250*time.Millisecond, log
-	node, err := reticulum.NewNode(reticulum.Config{Interfaces: []reticulum.Interface{tc}, StorePath: cfg.IdentityFile + ".store", Logger: log})
+	tc := reticulum.NewTCPClient(e.cfg.TCP)
+	tc.MinBackoff, tc.Logger = 250*time.Millisecond, e.log
+	node, err := reticulum.NewNode(reticulum.Config{Interfaces: []reticulum.Interface{tc}, StorePath: e.cfg.IdentityFile + ".store", Logger: e.log})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	e := &Endpoint{cfg: cfg, log: log, node: node, stop: make(chan struct{}), requested: map[reticulum.Hash]time.Time{}}
-	e.router, err = lxm.NewRouter(node, lxm.RouterConfig{Identity: id, DisplayName: cfg.DisplayName, OnMessage: e.received})
+	router, err := lxm.NewRouter(node, lxm.RouterConfig{Identity: id, DisplayName: e.cfg.DisplayName, OnMessage: e.received})
 	if err != nil {
 		node.Close()
-		return nil, err
+		return err
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		node.Close()
+		return errors.New("lxmf: endpoint closed")
+	}
+	e.node, e.router, e.started = node, router, true
 	node.Start() // announces on connection
 	e.wg.Add(1)
 	go e.announceLoop()
-	return e, nil
+	return nil
 }
 
-// Address is herald's LXMF address on this endpoint.
+// Address is herald's LXMF address on this endpoint, once started.
 func (e *Endpoint) Address() reticulum.Hash { return e.router.Hash() }
 
 func (e *Endpoint) announceLoop() {
@@ -157,8 +181,9 @@ func (e *Endpoint) release() error {
 	if last {
 		e.closed = true
 	}
+	started := e.started
 	e.mu.Unlock()
-	if !last {
+	if !last || !started {
 		return nil
 	}
 	close(e.stop)
@@ -166,9 +191,13 @@ func (e *Endpoint) release() error {
 	return e.node.Close()
 }
 
-// AwaitPath asks the network for a path to dest, unless one is known, and
-// waits for it or for ctx, asking again every PathRequestWait.
+// AwaitPath starts the endpoint, asks the network for a path to dest,
+// unless one is known, and waits for it or for ctx, asking again every
+// PathRequestWait.
 func (e *Endpoint) AwaitPath(ctx context.Context, dest reticulum.Hash) error {
+	if err := e.Start(); err != nil {
+		return err
+	}
 	for !e.node.HasPath(dest) {
 		e.requestPath(dest, time.Now())
 		wait, cancel := context.WithTimeout(ctx, PathRequestWait)

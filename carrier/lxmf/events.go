@@ -3,6 +3,7 @@ package lxmf
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/heraldmq/herald"
@@ -103,10 +104,13 @@ func (c *Carrier) received(m *lxm.Received) {
 
 // Listen hands the carrier's events to the engine while it runs: each
 // is durable in the inbox once ingest returns nil; one the store does not
-// take is offered again, a little later. It first asks for the paths of
-// the propagation nodes the route may upload to, so that the first
-// upload need not wait for one.
+// take is offered again, a little later. It starts the endpoint first,
+// and asks for the paths of the propagation nodes the route may upload
+// to, so that the first upload need not wait for one.
 func (c *Carrier) Listen(ctx context.Context, ingest herald.IngestFunc) error {
+	if err := c.ep.Start(); err != nil {
+		return fmt.Errorf("lxmf endpoint: %w", err)
+	}
 	done := make(chan struct{})
 	defer func() { <-done }()
 	go func() {

@@ -86,8 +86,11 @@ func newRig(t *testing.T, open func(*testing.T) herald.Store, setup func(*simr.S
 	t.Cleanup(func() { s.Close() })
 	routes := setup(s)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ep, err := OpenEndpoint(EndpointConfig{TCP: s.Addr(), IdentityFile: filepath.Join(t.TempDir(), "identity"), DisplayName: "herald", Logger: quiet})
+	ep, err := NewEndpoint(EndpointConfig{TCP: s.Addr(), IdentityFile: filepath.Join(t.TempDir(), "identity"), DisplayName: "herald", Logger: quiet})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Start(); err != nil {
 		t.Fatal(err)
 	}
 	fc := clock.NewFake(t0)

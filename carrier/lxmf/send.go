@@ -39,6 +39,9 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 	if err != nil {
 		return herald.SendResult{}, herald.Permanent(err)
 	}
+	if err := c.ep.Start(); err != nil {
+		return herald.SendResult{}, fmt.Errorf("lxmf endpoint: %w", err)
+	}
 	msg := c.ep.router.NewMessage(dest, []byte(m.Params[ParamTitle]), content(m), nil)
 	msg.Timestamp = float64(m.CreatedAt.UnixNano()) / 1e9 // the same id at every attempt, on every node
 	if err := c.ep.router.Prepare(ctx, msg); err != nil {

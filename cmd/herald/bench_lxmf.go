@@ -94,7 +94,7 @@ func runMesh(ctx context.Context, w meshWorkload, peer string, newStore func() (
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	ep, err := lxmfcarrier.OpenEndpoint(lxmfcarrier.EndpointConfig{TCP: sim.Addr(), IdentityFile: filepath.Join(dir, "identity"), Logger: quiet})
+	ep, err := lxmfcarrier.NewEndpoint(lxmfcarrier.EndpointConfig{TCP: sim.Addr(), IdentityFile: filepath.Join(dir, "identity"), Logger: quiet})
 	if err != nil {
 		return res, err
 	}

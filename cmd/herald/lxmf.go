@@ -31,7 +31,7 @@ func (w *lxmfWiring) carrier(rc config.Route) (*lxmfcarrier.Carrier, error) {
 	ep := w.endpoints[key]
 	if ep == nil {
 		var err error
-		ep, err = lxmfcarrier.OpenEndpoint(lxmfcarrier.EndpointConfig{TCP: rc.Reticulum.TCP, IdentityFile: rc.IdentityFile, DisplayName: rc.DisplayName,
+		ep, err = lxmfcarrier.NewEndpoint(lxmfcarrier.EndpointConfig{TCP: rc.Reticulum.TCP, IdentityFile: rc.IdentityFile, DisplayName: rc.DisplayName,
 			Logger: w.log.With("route", rc.Name)})
 		if err != nil {
 			return nil, fmt.Errorf("identity_file %s: %w", rc.IdentityFile, err)
