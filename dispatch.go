@@ -424,11 +424,13 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 	sendCtx, cancel := context.WithTimeout(ctx, bound)
 	keeper := e.keepClaim(r, m, e.clock.Now().Add(bound))
 	var (
-		res SendResult
-		err error
+		res   SendResult
+		err   error
+		parts bool // a part was delivered before the last: a send in parts
 	)
 	if rc, ok := r.Carrier.(Resumer); ok {
 		res, err = rc.SendResumable(sendCtx, m, func(externalID string) error {
+			parts = true
 			return keeper.progress(func(deadline time.Time) error { return e.progress(sendCtx, m, deadline, externalID) })
 		})
 	} else {
@@ -436,6 +438,9 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 	}
 	keeper.stop()
 	cancel()
+	if parts {
+		defer func() { e.spaceAfterParts(r, &t) }()
+	}
 	if err != nil {
 		if e.sendCtx.Err() != nil {
 			return Transition{}, false, outcomeOther
@@ -468,6 +473,22 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		t.DueAt = now.Add(r.Policy.NextPoll(true, now.Sub(m.CreatedAt), e.cfg.Random()))
 	}
 	return t, true, outcomeAccepted
+}
+
+// spaceAfterParts pauses the lane of a message sent in parts for its
+// route's spacing from now, in t, the transition that records the send:
+// the carrier keeps the spacing between the parts, and the lane's spacing
+// counts from the claim, so the lane's next message (which its
+// concurrency kept back while the parts went) would otherwise go right
+// after the last part. A longer pause (backpressure) stays.
+func (e *Engine) spaceAfterParts(r *route, t *Transition) {
+	spacing := r.Policy.Admission.Spacing
+	if spacing <= 0 || t.To == "" {
+		return
+	}
+	if until := e.clock.Now().Add(spacing); until.After(t.PauseUntil) {
+		t.PauseUntil, t.PauseReason = until, "spacing after a message sent in parts"
+	}
 }
 
 // sendOutcome is what a send's answer tells its lane's circuit breaker.

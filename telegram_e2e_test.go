@@ -490,3 +490,43 @@ func TestTelegramLaneIsTheChatUnlessNamed(t *testing.T) {
 		t.Errorf("a bad target: %v, want an error naming target", err)
 	}
 }
+
+// TestTelegramNextMessageWaitsForTheLastChunk: a 3-chunk text and then a
+// short one to the same chat, against a Bot API that allows one message a
+// second per chat: the short one is not sent while the chunks go (one
+// message of a chat at a time), and goes a second after the last chunk
+// (the chat's spacing, from the end of a message sent in parts), so that
+// no call draws a 429.
+func TestTelegramNextMessageWaitsForTheLastChunk(t *testing.T) {
+	tr := newTelegramRig(t, tgToken, nil)
+	text, chunks := longText(t)
+	long := tr.send(herald.SendRequest{Route: "chat", Target: tgAliceID, Text: text})
+	short := tr.send(herald.SendRequest{Route: "chat", Target: tgAliceID, Text: "and one more thing"})
+	tr.start()
+	tr.settle() // the chunks go, the clock moved past each spacing between them
+	if got := tr.get(long.ID); got.Status != herald.StatusDeliverySuccessful {
+		t.Fatalf("the long text: %s (%q)", got.Status, got.LastError)
+	}
+	if got := tr.get(short.ID); got.Status != herald.StatusQueued {
+		t.Fatalf("the short text right after the last chunk: %s, want QUEUED until the chat's spacing has passed", got.Status)
+	}
+	tr.advance(time.Second)
+	tr.settle()
+	if got := tr.get(short.ID); got.Status != herald.StatusDeliverySuccessful || got.Attempt != 1 {
+		t.Fatalf("the short text a second later: %s at attempt %d (%q), want DELIVERY_SUCCESSFUL at attempt 1", got.Status, got.Attempt, got.LastError)
+	}
+	calls := tr.callsTo(tgAliceID)
+	if len(calls) != len(chunks)+1 {
+		t.Fatalf("%d sendMessage calls to the chat, want %d", len(calls), len(chunks)+1)
+	}
+	for i := 1; i < len(calls); i++ {
+		if gap := calls[i].Sub(calls[i-1]); gap < time.Second {
+			t.Errorf("call %d came %v after call %d, want the chat's spacing, 1s", i+1, gap, i)
+		}
+	}
+	for _, c := range tr.sim.Calls() {
+		if c.Status == http.StatusTooManyRequests {
+			t.Errorf("call %d answered 429 (%s)", c.Seq, c.Fault)
+		}
+	}
+}

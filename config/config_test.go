@@ -172,10 +172,10 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 				p.MaxAge = time.Hour
 				p.Admission.Circuit = herald.Circuit{Failures: 20, CoolDown: time.Minute}
 			}},
-		{"telegram: spacing 1 s per chat, 30/s per bot and a circuit", Route{Carrier: CarrierTelegram},
+		{"telegram: spacing 1 s and one at a time per chat, 30/s per bot and a circuit", Route{Carrier: CarrierTelegram},
 			func(p *herald.Policy) {
 				*p = channel
-				p.Admission.Spacing = time.Second
+				p.Admission.Spacing, p.Admission.Concurrency = time.Second, 1
 				p.Admission.RouteRate = herald.Rate{N: 30, Per: time.Second}
 				p.Admission.Circuit = herald.Circuit{Failures: 5, CoolDown: time.Minute}
 			}},

@@ -77,7 +77,9 @@ func (r Route) policy() (herald.Policy, error) {
 	if a := r.Admission; a != nil { // replaces the profile's, as a whole
 		p.Admission.Spacing, p.Admission.Concurrency, p.Admission.Rate = a.Spacing.D(), a.Concurrency, herald.Rate(a.Rate)
 	} else if r.Carrier == CarrierTelegram && p.Admission.Spacing == 0 {
-		p.Admission.Spacing = DefaultTelegramSpacing // per chat: a telegram message's lane is its chat
+		// Per chat: a telegram message's lane is its chat. One message at a
+		// time, so that the next waits for a long text's last chunk.
+		p.Admission.Spacing, p.Admission.Concurrency = DefaultTelegramSpacing, DefaultTelegramConcurrency
 	}
 	if !r.TenantRate.IsZero() {
 		p.Admission.TenantRate = herald.Rate(r.TenantRate)

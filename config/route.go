@@ -53,7 +53,8 @@ type Route struct {
 	PermanentErrors []string `yaml:"permanent_errors"`
 	// Admission is the flow control applied per lane of this route; nil
 	// keeps the profile's (and, on a telegram route whose profile sets no
-	// spacing, adds DefaultTelegramSpacing per chat).
+	// spacing, adds DefaultTelegramSpacing and DefaultTelegramConcurrency
+	// per chat).
 	Admission *Admission `yaml:"admission"`
 	// TenantRate is a token bucket per tenant on this route; zero for none.
 	TenantRate Rate `yaml:"tenant_rate"`
@@ -156,6 +157,12 @@ var DefaultTelegramCircuit = Circuit{Failures: 5, CoolDown: Duration(time.Minute
 // on a telegram route whose admission and profile set none: Telegram asks
 // bots to send at most one message a second to a chat.
 const DefaultTelegramSpacing = time.Second
+
+// DefaultTelegramConcurrency is how many messages of one chat a telegram
+// route whose admission and profile set no spacing sends at once: one, so
+// that a text sent in chunks ends before the chat's next message, which
+// then waits the spacing after its last chunk.
+const DefaultTelegramConcurrency = 1
 
 // DefaultTelegramRouteRate is the route_rate of a telegram route that sets
 // none: Telegram's published ceiling of about 30 messages a second per
