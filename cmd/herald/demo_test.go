@@ -100,7 +100,7 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 		t.Fatalf("buildRoutes with a telegram route on Redis: %v", err)
 	}
 	tc := config.DefaultTelegramCircuit
-	want := herald.Admission{Spacing: config.DefaultTelegramSpacing, RouteRate: herald.Rate(config.DefaultTelegramRouteRate),
+	want := herald.Admission{Spacing: config.DefaultTelegramSpacing, Concurrency: config.DefaultTelegramConcurrency, RouteRate: herald.Rate(config.DefaultTelegramRouteRate),
 		Circuit: herald.Circuit{Failures: tc.Failures, CoolDown: tc.CoolDown.D()}}
 	if got := routes[1].Policy.Admission; got != want {
 		t.Errorf("telegram route's admission on Redis = %+v, want %+v", got, want)
