@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
-	"github.com/heraldmq/herald/reticulum"
 	lxm "github.com/heraldmq/herald/reticulum/lxmf"
 )
 
@@ -27,6 +26,12 @@ const (
 // not fit is dropped (logged): its message is retried after its stage
 // timeout, and the recipient, which has it, proves the copy.
 const eventQueue = 4096
+
+// lateWatch is how long after an opportunistic attempt's deadline its
+// proof is still watched for (the node keeps the receipt longer,
+// reticulum.LateProofWindow): the next attempt comes 10 s after the
+// deadline, and each watch is a goroutine.
+const lateWatch = 2 * time.Minute
 
 // event is one event for the engine: its type and JSON body.
 type event struct {
@@ -59,7 +64,7 @@ func (c *Carrier) push(typ string, body any) {
 // watch waits for an attempt's proof, or its rejection, and queues the
 // event: a proof that comes after the attempt timed out (the message is
 // then waiting for its next attempt, or at it) is still queued, up to
-// reticulum.LateProofWindow.
+// lateWatch after the attempt's deadline.
 func (c *Carrier) watch(id, hash string, d *lxm.Delivery, method Method) {
 	how := "proved by the recipient"
 	if method == Propagated {
@@ -69,7 +74,7 @@ func (c *Carrier) watch(id, hash string, d *lxm.Delivery, method Method) {
 	if !d.Deadline.IsZero() {
 		bound = time.Until(d.Deadline)
 	}
-	late := time.NewTimer(bound + reticulum.LateProofWindow)
+	late := time.NewTimer(bound + lateWatch)
 	defer late.Stop()
 	for done := d.Done(); ; {
 		select {
