@@ -3,7 +3,6 @@ package lxmf
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -154,13 +153,8 @@ func (c *Carrier) failed(m *herald.Message, dest reticulum.Hash, res lxm.Result)
 		return fmt.Errorf("link to %s not established: %w", dest, res.Err)
 	case lxm.Rejected:
 		return herald.Permanent(fmt.Errorf("rejected: %w", res.Err))
-	case lxm.Failed:
-		if res.Err != nil && errors.Is(res.Err, context.Canceled) {
-			return res.Err
-		}
-		return fmt.Errorf("lxmf: %w", res.Err)
 	}
-	return fmt.Errorf("lxmf: %s: %v", res.Outcome, res.Err)
+	return fmt.Errorf("lxmf: %s: %w", res.Outcome, res.Err)
 }
 
 // sent waits until the attempt is on the wire (a resource's parts go out
