@@ -100,8 +100,12 @@ type route struct {
 // receives, dispatches due messages to their carriers, reaps overdue stages,
 // retries with backoff, delivers outcome events and prunes old messages.
 type Engine struct {
-	cfg         Config
-	store       Store
+	cfg   Config
+	store Store
+	// full remembers that the store refused a write for want of room.
+	full fullWatch
+	// waiting is true while Start waits for the store to answer.
+	waiting     atomic.Bool
 	clock       clock.Clock
 	log         *slog.Logger
 	obs         Observer
@@ -195,6 +199,7 @@ func New(cfg Config) (*Engine, error) {
 		eventPending:   make(chan struct{}, 1),
 		inboundPending: make(chan struct{}, 1),
 	}
+	e.store = watchedStore{Store: cfg.Store, e: e}
 	for _, r := range cfg.Routes {
 		if r.Name == "" {
 			return nil, errors.New("herald: a route has no name")
@@ -304,21 +309,82 @@ func setDefaults(c *Config) {
 	}
 }
 
-// Start runs the startup drain, then the engine's loops, until Stop.
+// Start gives the store the gated routes' admission, runs the startup
+// drain, then the engine's loops, until Stop. A store that cannot be
+// reached (ErrStoreUnavailable) does not stop it: Start returns nil and
+// does that work in the background once the store answers, trying again
+// with backoff (1 s doubling, up to 30 s); until then Ready fails and
+// sends are refused with ErrStoreUnavailable.
 func (e *Engine) Start(ctx context.Context) error {
 	e.startMu.Lock()
 	defer e.startMu.Unlock()
 	if e.cancel != nil {
 		return errors.New("herald: engine already started")
 	}
+	err := e.startUp(ctx)
+	loopCtx, cancel := context.WithCancel(context.Background())
+	switch {
+	case errors.Is(err, ErrStoreUnavailable):
+		e.cancel = cancel
+		e.waiting.Store(true)
+		e.problem("store_unavailable_at_start", "the store is unavailable at start: herald answers 503 and starts when it answers", "err", err)
+		e.loops.Add(1)
+		go func() {
+			defer e.loops.Done()
+			e.startWhenStored(loopCtx)
+		}()
+		return nil
+	case err != nil:
+		cancel()
+		return err
+	}
+	e.cancel = cancel
+	e.runLoops(ctx, loopCtx)
+	return nil
+}
+
+// startUp gives the store the admission and runs the startup drain.
+func (e *Engine) startUp(ctx context.Context) error {
 	if err := e.setAdmission(ctx); err != nil {
 		return err
 	}
 	if err := e.Drain(ctx); err != nil {
 		return fmt.Errorf("startup drain: %w", err)
 	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
+	return nil
+}
+
+// startWhenStored tries startUp again, with backoff, until it succeeds
+// (then runs the loops) or ctx ends (Stop).
+func (e *Engine) startWhenStored(ctx context.Context) {
+	wait := time.Second
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		e.startMu.Lock()
+		err := e.startUp(ctx)
+		if err == nil && ctx.Err() == nil {
+			e.runLoops(ctx, ctx)
+			e.waiting.Store(false)
+			e.startMu.Unlock()
+			e.log.Info("the store answers: herald started")
+			return
+		}
+		e.startMu.Unlock()
+		if err != nil && !errors.Is(err, ErrStoreUnavailable) {
+			e.log.Error("starting when the store answers", "err", err)
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// runLoops starts the engine's loops on loopCtx. The caller holds startMu.
+func (e *Engine) runLoops(ctx, loopCtx context.Context) {
 	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
 	if e.keepsLanes() {
 		e.beat(ctx) // before the first claim takes a lane
@@ -334,7 +400,6 @@ func (e *Engine) Start(ctx context.Context) error {
 		}()
 	}
 	e.listen(loopCtx)
-	return nil
 }
 
 // Idle reports whether the engine runs and has nothing under way: every

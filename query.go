@@ -260,5 +260,19 @@ func explainLane(x *Explanation, a Admission, lane LaneState, m *Message, now ti
 	return true
 }
 
-// Ready reports whether the store answers.
-func (e *Engine) Ready(ctx context.Context) error { return e.store.Ping(ctx) }
+// Ready reports whether the store answers and takes writes and the
+// engine has started: while the store refuses writes for want of room it
+// returns an error that wraps ErrStoreFull, and while Start waits for the
+// store one that wraps ErrStoreUnavailable.
+func (e *Engine) Ready(ctx context.Context) error {
+	if why := e.storeFull(); why != "" {
+		return fmt.Errorf("%w: %s", ErrStoreFull, why)
+	}
+	if err := e.store.Ping(ctx); err != nil {
+		return err
+	}
+	if e.waiting.Load() {
+		return fmt.Errorf("%w: herald is starting (the store's admission and the startup drain)", ErrStoreUnavailable)
+	}
+	return nil
+}

@@ -25,9 +25,12 @@ var DefaultDelivery = DeliveryPolicy{Delay: time.Second, Multiplier: 2, Attempts
 
 // SubscriptionRequest is a subscription to create, as a user gives it.
 type SubscriptionRequest struct {
-	Type       SubscriptionType
-	URL        string // push: required
-	SecretEnv  string // push: optional
+	Type SubscriptionType
+	URL  string // push: required
+	// Secret is a push subscription's signing secret, whsec_ and the
+	// standard base64 of its bytes (as the Standard Webhooks give it); ""
+	// has CreateSubscription generate one.
+	Secret     string
 	EventTypes []EventType
 	Delivery   DeliveryOverrides
 }
@@ -37,7 +40,7 @@ type SubscriptionRequest struct {
 // rooms' deliveries (a prefix route named RoomRoutePrefix) ErrUnknownRoute.
 func (e *Engine) CreateRoom(ctx context.Context, tenant string, req RoomRequest) (*Room, error) {
 	if !validRoomName(req.Name) {
-		return nil, Invalid("name", "want 1 to %d letters, digits, '.', '_' or '-'", MaxRoomName)
+		return nil, Invalid("name", "want a letter or a digit, then up to %d letters, digits, '.', '_' or '-'", MaxRoomName-1)
 	}
 	if err := e.servesRoom(req.Name); err != nil {
 		return nil, err
@@ -103,9 +106,14 @@ func (e *Engine) CreateSubscription(ctx context.Context, tenant, room string, re
 	if len(subs) >= MaxSubscriptions {
 		return nil, Invalid("room", "has %d subscriptions, the most a room may have", len(subs))
 	}
+	if req.Type == SubscriptionPush && req.Secret == "" {
+		if req.Secret, err = newSigningSecret(); err != nil {
+			return nil, err
+		}
+	}
 	now := e.clock.Now()
 	s := Subscription{ID: e.ids.next(now), Tenant: tenant, Room: room, Type: req.Type, URL: req.URL,
-		SecretEnv: req.SecretEnv, EventTypes: req.EventTypes, Delivery: req.Delivery, CreatedAt: now}
+		Secret: req.Secret, EventTypes: req.EventTypes, Delivery: req.Delivery, CreatedAt: now}
 	if err := e.store.CreateSubscription(ctx, s); err != nil {
 		return nil, err
 	}
@@ -124,12 +132,12 @@ func checkSubscription(req SubscriptionRequest) error {
 		if err := checkPushURL(req.URL); err != nil {
 			return err
 		}
-		if req.SecretEnv != "" && !validEnvName(req.SecretEnv) {
-			return Invalid("secret_env", "%q is not the name of an environment variable", truncate(req.SecretEnv, 64))
+		if err := checkSigningSecret(req.Secret); err != nil {
+			return err
 		}
 	case SubscriptionPull:
-		if req.URL != "" || req.SecretEnv != "" {
-			return Invalid("url", "a pull subscription takes neither url nor secret_env")
+		if req.URL != "" || req.Secret != "" {
+			return Invalid("url", "a pull subscription takes neither url nor secret")
 		}
 	default:
 		return Invalid("type", "want push or pull")

@@ -181,12 +181,11 @@ func (s *hookSink) of(sub string) []received {
 // the same delivery id and the attempt counting up, signed with the
 // subscription's secret; then the delivery is a dead letter.
 func TestRoomBackoff(t *testing.T) {
-	t.Setenv("ROOM_TEST_SECRET", "whsec_c2VjcmV0LWtleQ==")
 	r := roomRig(t)
 	sink, url := newHookSink(t, r, http.StatusServiceUnavailable)
 	r.start()
 	r.createRoom(herald.RoomRequest{Name: "orders", Delivery: herald.DeliveryOverrides{Delay: ptr(time.Second), Multiplier: ptr(2.0), Attempts: ptr(4)}})
-	double := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: url, SecretEnv: "ROOM_TEST_SECRET"})
+	double := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: url, Secret: "whsec_c2VjcmV0LWtleS1vZi0yNC1ieXRlcy1hdC1sZWFzdA=="})
 	triple := r.subscribe("orders", herald.SubscriptionRequest{Type: herald.SubscriptionPush, URL: url, Delivery: herald.DeliveryOverrides{Multiplier: ptr(3.0)}})
 	ev := r.publish("orders", herald.PublishRequest{Type: "order.created", Data: json.RawMessage(`{"n":1}`)})
 	for range 45 {
@@ -207,7 +206,7 @@ func TestRoomBackoff(t *testing.T) {
 				string(g.body.Data) != `{"n":1}` || g.body.Type != "order.created" {
 				t.Errorf("%s send %d: %+v", c.sub.ID, i, g.body)
 			}
-			signed := stdwebhook.Verify([]byte("secret-key"), g.header, g.raw, time.Now(), time.Hour) == nil
+			signed := stdwebhook.Verify([]byte("secret-key-of-24-bytes-at-least"), g.header, g.raw, time.Now(), time.Hour) == nil
 			if signed != (c.sub == double) {
 				t.Errorf("%s send %d: signed with the subscription's secret = %v", c.sub.ID, i, signed)
 			}

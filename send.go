@@ -94,6 +94,10 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 		m.DedupKey, opt.DedupSince = contentHash(m), now.Add(-ttl)
 	}
 	e.traceSend(ctx, m)
+	if e.waiting.Load() {
+		// The gated routes' admission is not in the store yet.
+		return nil, false, fmt.Errorf("%w: herald starts when the store answers", ErrStoreUnavailable)
+	}
 	stored, created, err := e.store.Create(ctx, m, opt)
 	if err != nil {
 		e.problem("store_error", "store message", "route", m.Route, "err", err)

@@ -188,6 +188,9 @@ func (e *Engine) Health(ctx context.Context, tenant string) (Health, error) {
 		}
 		h.Warnings = append(h.Warnings, what)
 	}
+	if why := e.storeFull(); why != "" {
+		level(true, "the store refuses writes for want of room: "+why)
+	}
 	if s.Waiting >= th.QueueDepthWarning {
 		level(s.Waiting >= th.QueueDepthCritical, fmt.Sprintf("queue depth %d", s.Waiting))
 	}

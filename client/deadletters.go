@@ -23,6 +23,9 @@ type DeadLetterFilter struct {
 	Limit int
 	// Cursor is the NextCursor of the previous page; empty for the first.
 	Cursor string
+	// Timelines asks for each message's timeline, which a list leaves
+	// out otherwise (the server reads each message again).
+	Timelines bool
 }
 
 func (f DeadLetterFilter) query() string {
@@ -30,6 +33,9 @@ func (f DeadLetterFilter) query() string {
 	setNonEmpty(v, "route", f.Route)
 	setNonEmpty(v, "reason", f.Reason)
 	setNonEmpty(v, "cursor", f.Cursor)
+	if f.Timelines {
+		v.Set("timeline", "true")
+	}
 	if f.Limit != 0 {
 		v.Set("limit", strconv.Itoa(f.Limit))
 	}

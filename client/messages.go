@@ -100,6 +100,9 @@ type ListFilter struct {
 	Limit int
 	// Cursor is the NextCursor of the previous page; empty for the first.
 	Cursor string
+	// Timelines asks for each message's timeline, which a list leaves
+	// out otherwise (the server reads each message again).
+	Timelines bool
 }
 
 func (f ListFilter) query() string {
@@ -109,6 +112,9 @@ func (f ListFilter) query() string {
 	setNonEmpty(v, "correlation_id", f.CorrelationID)
 	setNonEmpty(v, "target", f.Target)
 	setNonEmpty(v, "cursor", f.Cursor)
+	if f.Timelines {
+		v.Set("timeline", "true")
+	}
 	if f.Limit != 0 {
 		v.Set("limit", strconv.Itoa(f.Limit))
 	}

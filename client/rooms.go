@@ -87,9 +87,10 @@ type SubscriptionRequest struct {
 	// URL is where a push subscription's deliveries are POSTed: required
 	// for push, refused for pull.
 	URL string
-	// SecretEnv names the server's environment variable holding a push
-	// subscription's signing secret; empty sends unsigned.
-	SecretEnv string
+	// Secret is a push subscription's signing secret, whsec_ and the
+	// standard base64 of its key; empty has herald generate one, which
+	// the answer of CreateSubscription shows (Subscription.Secret), once.
+	Secret string
 	// EventTypes are the events the subscription takes (a Version of ""
 	// takes every version of its Type); none takes every event.
 	EventTypes []herald.EventType
@@ -103,10 +104,10 @@ func (r SubscriptionRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Type       herald.SubscriptionType `json:"type"`
 		URL        string                  `json:"url,omitempty"`
-		SecretEnv  string                  `json:"secret_env,omitempty"`
+		Secret     string                  `json:"secret,omitempty"`
 		EventTypes []eventTypeJSON         `json:"event_types,omitempty"`
 		Delivery   *deliveryJSON           `json:"delivery,omitempty"`
-	}{r.Type, r.URL, r.SecretEnv, eventTypesOf(r.EventTypes), deliveryOf(r.Delivery)})
+	}{r.Type, r.URL, r.Secret, eventTypesOf(r.EventTypes), deliveryOf(r.Delivery)})
 }
 
 // Subscription is a subscription as the API shows it.
@@ -114,8 +115,14 @@ type Subscription struct {
 	ID   string
 	Room string
 	Type herald.SubscriptionType
-	// URL and SecretEnv are a push subscription's.
-	URL       string
+	// URL is a push subscription's.
+	URL string
+	// Secret is a push subscription's signing secret, in the answer of
+	// its creation only.
+	Secret string
+	// SecretEnv names the server's variable that holds the signing
+	// secret of a push subscription made before subscriptions kept their
+	// own.
 	SecretEnv string
 	// EventTypes are the events it takes; none takes every event.
 	EventTypes []herald.EventType
@@ -131,6 +138,7 @@ type subscriptionJSON struct {
 	Room       string                  `json:"room"`
 	Type       herald.SubscriptionType `json:"type"`
 	URL        string                  `json:"url,omitempty"`
+	Secret     string                  `json:"secret,omitempty"`
 	SecretEnv  string                  `json:"secret_env,omitempty"`
 	EventTypes []eventTypeJSON         `json:"event_types"`
 	Delivery   deliveryJSON            `json:"delivery"`
@@ -147,7 +155,7 @@ func (s Subscription) MarshalJSON() ([]byte, error) {
 	if p := deliveryOf(s.Delivery); p != nil {
 		d = *p
 	}
-	return json.Marshal(subscriptionJSON{ID: s.ID, Room: s.Room, Type: s.Type, URL: s.URL, SecretEnv: s.SecretEnv,
+	return json.Marshal(subscriptionJSON{ID: s.ID, Room: s.Room, Type: s.Type, URL: s.URL, Secret: s.Secret, SecretEnv: s.SecretEnv,
 		EventTypes: types, Delivery: d, CreatedAt: s.CreatedAt})
 }
 
@@ -161,7 +169,7 @@ func (s *Subscription) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	*s = Subscription{ID: j.ID, Room: j.Room, Type: j.Type, URL: j.URL, SecretEnv: j.SecretEnv, Delivery: o, CreatedAt: j.CreatedAt}
+	*s = Subscription{ID: j.ID, Room: j.Room, Type: j.Type, URL: j.URL, Secret: j.Secret, SecretEnv: j.SecretEnv, Delivery: o, CreatedAt: j.CreatedAt}
 	for _, et := range j.EventTypes {
 		s.EventTypes = append(s.EventTypes, herald.EventType(et))
 	}

@@ -347,9 +347,9 @@ func TestRoomViewsRoundTrip(t *testing.T) {
 	if want := `{"name":"r","expiration":"1h0m0s","delivery":{"delay":"1s","multiplier":2,"attempts":4},"created_at":"2026-01-02T03:04:05Z"}`; room != want {
 		t.Errorf("room JSON %s, want %s", room, want)
 	}
-	sub := roundTrip(t, client.Subscription{ID: "s", Room: "r", Type: herald.SubscriptionPush, URL: "http://x/", SecretEnv: "S",
+	sub := roundTrip(t, client.Subscription{ID: "s", Room: "r", Type: herald.SubscriptionPush, URL: "http://x/", Secret: "whsec_x", SecretEnv: "S",
 		EventTypes: []herald.EventType{{Type: "a", Version: "1"}, {Type: "b"}}, Delivery: herald.DeliveryOverrides{Attempts: ptr(0)}, CreatedAt: at})
-	if want := `{"id":"s","room":"r","type":"push","url":"http://x/","secret_env":"S","event_types":[{"type":"a","version":"1"},{"type":"b"}],"delivery":{"attempts":0},"created_at":"2026-01-02T03:04:05Z"}`; sub != want {
+	if want := `{"id":"s","room":"r","type":"push","url":"http://x/","secret":"whsec_x","secret_env":"S","event_types":[{"type":"a","version":"1"},{"type":"b"}],"delivery":{"attempts":0},"created_at":"2026-01-02T03:04:05Z"}`; sub != want {
 		t.Errorf("subscription JSON %s, want %s", sub, want)
 	}
 	ev := roundTrip(t, client.Event{ID: "e", Room: "r", Type: "t", Data: json.RawMessage(`{"a":1}`), CreatedAt: at,

@@ -53,6 +53,8 @@ type File struct {
 	UI *bool `yaml:"ui"`
 	// OTel exports OpenTelemetry traces; nil (absent) traces nothing.
 	OTel *OTel `yaml:"otel"`
+	// HTTP holds the HTTP server's limits; Parse fills in every default.
+	HTTP HTTP `yaml:"http"`
 }
 
 // UIEnabled reports whether the admin page is served: unless ui is false.
@@ -127,6 +129,7 @@ func Default() *File {
 	return &File{
 		Listen: DefaultListen,
 		Store:  DefaultStore,
+		HTTP:   HTTP{}.withDefaults(),
 		Routes: []Route{{Name: "demo", Carrier: CarrierWebhook}},
 	}
 }
@@ -138,6 +141,7 @@ func (f *File) setDefaults() {
 	if f.Store == "" {
 		f.Store = DefaultStore
 	}
+	f.HTTP = f.HTTP.withDefaults()
 	for i := range f.APIKeys {
 		if f.APIKeys[i].Tenant == "" {
 			f.APIKeys[i].Tenant = DefaultTenant

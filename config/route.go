@@ -92,6 +92,11 @@ type Route struct {
 	// IngressSecretEnv names the variable holding the secret ChirpStack's HTTP
 	// integration sends as a bearer token to /v1/ingress/{route}.
 	IngressSecretEnv string `yaml:"ingress_secret_env"`
+	// IngressOpen says that the route's HTTP ingress takes events without
+	// a secret, deliberately: anyone who reaches it may post events. A
+	// chirpstack route needs it or IngressSecretEnv, unless it has MQTT
+	// (its events come from the broker): its HTTP ingress is then closed.
+	IngressOpen bool `yaml:"ingress_open"`
 
 	// BaseURL is the Calin API's address, or the Telegram Bot API's
 	// (default https://api.telegram.org).

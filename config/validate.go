@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/httpsend"
 )
 
 // routeName is what a route may be called: it appears in URL paths.
@@ -27,6 +28,7 @@ func (f *File) Validate() error {
 	if f.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("concurrency %d is negative", f.Concurrency))
 	}
+	errs = append(errs, f.HTTP.validate()...)
 	errs = append(errs, f.validateSubscribers()...)
 	errs = append(errs, f.validateRoutes()...)
 	errs = append(errs, f.validateLXMFRoutes()...)
@@ -156,6 +158,12 @@ func (r Route) validateCarrier() []error {
 		default:
 			errs = append(errs, fmt.Errorf("send %q: want grpc or mqtt", r.Send))
 		}
+		switch {
+		case r.IngressSecretEnv == "" && !r.IngressOpen && r.MQTT == nil:
+			errs = append(errs, fmt.Errorf("ingress_secret_env is required: the environment variable holding the secret ChirpStack's HTTP integration sends as Authorization: Bearer to /v1/ingress/%s (or ingress_open: true, to take its events from anyone, deliberately; a route with mqtt: takes its events from the broker, and its HTTP ingress is closed without a secret)", r.Name))
+		case r.IngressSecretEnv != "" && r.IngressOpen:
+			errs = append(errs, errors.New("ingress_open: true and ingress_secret_env contradict each other; keep one"))
+		}
 	case CarrierTelegram:
 		if r.TokenEnv == "" {
 			errs = append(errs, errors.New("token_env is required for a telegram route: the environment variable that holds the bot token"))
@@ -186,10 +194,13 @@ func checkHTTPURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL", s)
+		return errors.New("is not a URL")
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http or https URL", s)
+	if u.Host == "" {
+		return errors.New("is not an absolute http or https URL: it has no scheme and host")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%s is not an absolute http or https URL", httpsend.Redact(u))
 	}
 	return nil
 }

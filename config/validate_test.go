@@ -148,7 +148,7 @@ routes:
 		{"telegram base_url", `
 routes:
   - {name: a, carrier: telegram, token_env: SET_VAR, base_url: "api.telegram.org"}
-`, []string{`base_url: "api.telegram.org" is not an absolute http or https URL`}},
+`, []string{`base_url: is not an absolute http or https URL: it has no scheme and host`}},
 		{"webhook secret_env unset", `
 routes:
   - {name: a, carrier: webhook, url: "http://h/x", secret_env: HERALD_TEST_SURELY_UNSET}

@@ -77,6 +77,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		if !ok {
+			closeUnread(w, r)
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			msg := "a valid Authorization: Bearer <key> header is required"
 			if r.Header.Get("Authorization") != "" {
@@ -135,4 +136,13 @@ func SameOrigin(r *http.Request) bool {
 		}
 	}
 	return true
+}
+
+// closeUnread asks the server to close r's connection after the answer
+// when r has a body that will not be read: an unauthenticated client's
+// body is never read, not even drained to keep the connection.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 }

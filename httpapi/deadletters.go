@@ -29,12 +29,7 @@ func (a *api) deadLetters(w http.ResponseWriter, r *http.Request) {
 		Status: herald.StatusDeliveryFailed, Route: q.Get("route"), Reason: q.Get("reason"),
 		Limit: limit, Cursor: q.Get("cursor"),
 	}
-	msgs, next, err := a.engine.List(r.Context(), tenantOf(r), query)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, newListBody(msgs, next))
+	a.listPage(w, r, query)
 }
 
 // replayDeadLetters handles POST /v1/dead-letters/replay: {"replayed":N}.

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 )
@@ -34,11 +32,12 @@ func writeRequestError(w http.ResponseWriter, e *requestError) {
 // decodeBody reads r's JSON body into v: at most MaxBodyBytes, exactly one
 // JSON value. An unknown field is refused with its name (a typo would
 // otherwise be dropped without a word), and so is a field named in another
-// case ("Route"), which encoding/json would take for its field; a value of
-// the wrong type names its field. An empty body leaves v alone when
-// emptyOK.
+// case ("Route"), which encoding/json would take for its field, a field
+// given twice (at any depth), and a control character in a string that
+// names or keys something (scanBody); a value of the wrong type names its
+// field. An empty body leaves v alone when emptyOK.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) *requestError {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	data, err := readBody(w, r)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return badRequest(codeBodyTooLarge, "the body is larger than %d bytes", MaxBodyBytes)
@@ -52,62 +51,26 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) *re
 		}
 		return badRequest(codeInvalidJSON, "the body is empty; want a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := scanBody(data, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
 		return jsonError(err, reflect.TypeOf(v))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest(codeInvalidJSON, "unexpected data after the JSON object")
-	}
-	if name, want := otherCase(data, reflect.TypeOf(v), ""); name != "" {
-		return badRequest(codeUnknownField, "%q: unknown field; names are case-sensitive: %q", name, want)
 	}
 	return nil
 }
 
-// otherCase returns the first key of the JSON object data, or of an object
-// within it decoded into a struct, that names a field of the struct type t
-// only in another case, with the field's name ("" when there is none). The
-// key is given with the path of its object ("delivery.Delay"). data has
-// been decoded into t already.
-func otherCase(data []byte, t reflect.Type, path string) (key, want string) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// readBody reads r's body, at most MaxBodyBytes (else a
+// *http.MaxBytesError), into a buffer of its Content-Length when it has
+// one, so that a large body is not copied as the buffer grows.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if r.ContentLength <= 0 || r.ContentLength > MaxBodyBytes {
+		return io.ReadAll(body)
 	}
-	switch {
-	case t.Kind() == reflect.Struct && t != timeType:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(data, &obj) != nil {
-			return "", ""
-		}
-		names := make([]string, t.NumField())
-		for i := range names {
-			names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		}
-		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			if i := slices.Index(names, k); i >= 0 {
-				if key, want = otherCase(obj[k], t.Field(i).Type, path+k+"."); key != "" {
-					return key, want
-				}
-				continue
-			}
-			if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k) }); i >= 0 {
-				return path + k, path + names[i]
-			}
-		}
-	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8: // not json.RawMessage
-		var list []json.RawMessage
-		if json.Unmarshal(data, &list) != nil {
-			return "", ""
-		}
-		for i, raw := range list {
-			if key, want = otherCase(raw, t.Elem(), fmt.Sprintf("%s[%d].", strings.TrimSuffix(path, "."), i)); key != "" {
-				return key, want
-			}
-		}
-	}
-	return "", ""
+	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+1)) // +1: the EOF read needs no growth
+	_, err := buf.ReadFrom(body)
+	return buf.Bytes(), err
 }
 
 // jsonError describes an error decoding into a value of type into.
@@ -194,6 +157,11 @@ func parseRFC3339(field, s string) (time.Time, *requestError) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return time.Time{}, badRequest(codeInvalidField, "%s: %q is not an RFC 3339 time (e.g. 2025-01-02T15:04:05Z)", field, s)
+	}
+	if t.Before(time.Unix(0, 0)) {
+		// The stores keep unix milliseconds, 0 for none: a time before
+		// 1970 would be read back as another, or as none ("never").
+		return time.Time{}, badRequest(codeInvalidField, "%s: %q is before 1970-01-01T00:00:00Z; leave the field out for none", field, s)
 	}
 	return t, nil
 }

@@ -93,10 +93,18 @@ func (eventCarrier) AwaitsAck(*herald.Message) bool { return false }
 func (eventCarrier) IngressSecret() string          { return ingressSecret }
 
 // faultyStore wraps a real store; when err is set, Get, Ping and
-// AddInbound fail with it.
+// AddInbound fail with it, and when createErr is, Create.
 type faultyStore struct {
 	herald.Store
-	err error
+	err       error
+	createErr error
+}
+
+func (s *faultyStore) Create(ctx context.Context, m *herald.Message, opt herald.CreateOptions) (*herald.Message, bool, error) {
+	if s.createErr != nil {
+		return nil, false, s.createErr
+	}
+	return s.Store.Create(ctx, m, opt)
 }
 
 func (s *faultyStore) Get(ctx context.Context, id string) (*herald.Message, error) {

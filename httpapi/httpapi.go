@@ -43,10 +43,14 @@ type Config struct {
 	// Tracer traces every request (a span each, continuing the caller's
 	// traceparent); nil traces nothing.
 	Tracer Tracer
-	// CheckSecretEnv, when set, tells whether a push subscription may
-	// sign with the secret of the server's environment variable name; its
-	// error is answered 400. Nil accepts every name.
-	CheckSecretEnv func(name string) error
+	// MaxBodyBytesInFlight bounds the request body bytes held in memory at
+	// once, across requests: a request whose body (its Content-Length, or
+	// MaxBodyBytes when unknown) does not fit is answered 503 overloaded
+	// with Retry-After, unread. 0 sets no bound.
+	MaxBodyBytesInFlight int64
+	// Problem counts something that went wrong, by kind (a metric); nil
+	// counts nothing.
+	Problem func(kind string)
 }
 
 // Sessions finds browser sessions: the admin page's login cookie.
@@ -63,10 +67,13 @@ type api struct {
 	keys     keyring
 	sessions Sessions
 	log      *slog.Logger
-	// checkSecretEnv is Config.CheckSecretEnv.
-	checkSecretEnv func(name string) error
 	// metricsHandler is Config.Metrics.
 	metricsHandler http.Handler
+	// budget bounds the bodies in memory; nil when unbounded.
+	budget     *bodyBudget
+	budgetWarn sometimes
+	// problem is Config.Problem, never nil.
+	problem func(kind string)
 }
 
 // route is one endpoint of the API: New registers each of routes on its
@@ -121,10 +128,16 @@ var routes = []route{
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
-	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger, checkSecretEnv: cfg.CheckSecretEnv,
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger,
 		metricsHandler: cfg.Metrics}
 	if a.log == nil {
 		a.log = slog.Default()
+	}
+	if a.problem = cfg.Problem; a.problem == nil {
+		a.problem = func(string) {}
+	}
+	if cfg.MaxBodyBytesInFlight > 0 {
+		a.budget = &bodyBudget{free: cfg.MaxBodyBytesInFlight}
 	}
 	mux := http.NewServeMux()
 	for _, rt := range routes {
@@ -134,5 +147,5 @@ func New(cfg Config) http.Handler {
 		serve := rt.serve
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(a, w, r) })
 	}
-	return traced(cfg.Tracer, a.authenticate(notePattern(cfg.Tracer, jsonFallback(mux))))
+	return traced(cfg.Tracer, a.authenticate(a.bounded(notePattern(cfg.Tracer, jsonFallback(mux)))))
 }

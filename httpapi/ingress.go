@@ -3,7 +3,6 @@ package httpapi
 import (
 	"crypto/subtle"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -25,10 +24,13 @@ func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
 	route := r.PathValue("route")
 	secret, ok := a.engine.IngressSecret(route)
 	if !ok {
+		closeUnread(w, r)
 		writeError(w, http.StatusNotFound, codeUnknownRoute, "route "+route+" takes no carrier events")
 		return
 	}
 	if secret != "" && !bearerIs(r, secret) {
+		closeUnread(w, r)
+		w.Header().Set("WWW-Authenticate", "Bearer")
 		writeError(w, http.StatusUnauthorized, codeUnauthorized, "the route's ingress secret is required as Authorization: Bearer")
 		return
 	}
@@ -37,7 +39,7 @@ func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeMissingField, "event: the query parameter ?event= is required")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readBody(w, r)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -61,8 +63,10 @@ func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// bearerIs reports whether r carries secret as its bearer token.
+// bearerIs reports whether r carries secret as its bearer token (the
+// scheme in any case), compared in constant time.
 func bearerIs(r *http.Request, secret string) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(secret)) == 1
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(token), []byte(secret)) == 1
 }

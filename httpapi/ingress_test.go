@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -70,5 +71,23 @@ func TestIngressAnswers503WhenTheStoreCannotKeepTheEvent(t *testing.T) {
 	wantError(t, rec, http.StatusServiceUnavailable, codeStoreUnavailable)
 	if rec.Header().Get("Retry-After") == "" {
 		t.Error("no Retry-After on the 503")
+	}
+}
+
+// TestIngressBearerAnyCase: the scheme of the ingress secret's header is
+// taken in any case, as RFC 9110 says; the secret itself is not.
+func TestIngressBearerAnyCase(t *testing.T) {
+	f := newFixture(t)
+	for auth, want := range map[string]int{
+		"bearer " + ingressSecret: http.StatusNoContent, "BEARER " + ingressSecret: http.StatusNoContent,
+		"Bearer " + strings.ToUpper(ingressSecret): http.StatusUnauthorized, "Basic " + ingressSecret: http.StatusUnauthorized,
+	} {
+		req := httptest.NewRequest("POST", "/v1/ingress/lora?event=join", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", auth)
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Authorization %q: %d, want %d: %s", auth, rec.Code, want, rec.Body)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -71,10 +72,39 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	query.Limit = limit
+	a.listPage(w, r, query)
+}
+
+// listPage answers the page of query's messages; with ?timeline=true each
+// is read again with its timeline, which lists leave out.
+func (a *api) listPage(w http.ResponseWriter, r *http.Request, query herald.Query) {
+	var timelines bool
+	switch r.URL.Query().Get("timeline") {
+	case "", "false":
+	case "true":
+		timelines = true
+	default:
+		writeError(w, http.StatusBadRequest, codeInvalidField, "timeline: want true or false")
+		return
+	}
 	msgs, next, err := a.engine.List(r.Context(), tenantOf(r), query)
 	if err != nil {
 		a.fail(w, r, err)
 		return
+	}
+	for i, m := range msgs {
+		if !timelines {
+			break
+		}
+		full, err := a.engine.Get(r.Context(), tenantOf(r), m.ID)
+		switch {
+		case errors.Is(err, herald.ErrNotFound): // pruned since: as listed
+		case err != nil:
+			a.fail(w, r, err)
+			return
+		default:
+			msgs[i] = full
+		}
 	}
 	writeJSON(w, http.StatusOK, newListBody(msgs, next))
 }

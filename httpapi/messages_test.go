@@ -172,3 +172,26 @@ func TestListBodyKeys(t *testing.T) {
 		t.Errorf("empty list body = %q", got)
 	}
 }
+
+// TestListTimelines: a list leaves every timeline out ([]) unless asked
+// with ?timeline=true, which gives each message's as GET does.
+func TestListTimelines(t *testing.T) {
+	f := newFixture(t)
+	f.run()
+	m := f.sendOK(`{"route":"hooks","text":"a","target":"fail"}`)
+	f.run()
+	one := decode[herald.MessageView](t, f.do("GET", "/v1/messages/"+m.ID, keyA, ""))
+	if len(one.Timeline) < 3 {
+		t.Fatalf("timeline %+v, want creation, send, failure", one.Timeline)
+	}
+	for _, path := range []string{"/v1/messages", "/v1/dead-letters"} {
+		if l := f.list(path, keyA); len(l.Messages) != 1 || len(l.Messages[0].Timeline) != 0 {
+			t.Errorf("%s: %+v, want one message without its timeline", path, l.Messages)
+		}
+		l := f.list(path+"?timeline=true", keyA)
+		if len(l.Messages) != 1 || len(l.Messages[0].Timeline) != len(one.Timeline) {
+			t.Errorf("%s?timeline=true: %+v, want the message's %d entries", path, l.Messages, len(one.Timeline))
+		}
+	}
+	wantError(t, f.do("GET", "/v1/messages?timeline=yes", keyA, ""), http.StatusBadRequest, codeInvalidField)
+}

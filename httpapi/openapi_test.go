@@ -333,7 +333,7 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	pull := decode[subscriptionView](t, call("POST", "/v1/rooms/orders/subscriptions", keyA,
 		`{"type":"pull","event_types":[{"type":"order.created","version":1}],"delivery":{"attempts":2}}`, 201)).ID
 	push := decode[subscriptionView](t, call("POST", "/v1/rooms/orders/subscriptions", keyA,
-		`{"type":"push","url":"https://example.com/hook","secret_env":"ORDERS_SECRET","event_types":[{"type":"order.created"}]}`, 201)).ID
+		`{"type":"push","url":"https://example.com/hook","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw","event_types":[{"type":"order.created"}]}`, 201)).ID
 	call("GET", "/v1/rooms/orders/subscriptions", keyA, "", 200)
 	call("GET", "/v1/subscriptions/"+pull, keyA, "", 200)
 	ev := decode[herald.RoomEventView](t, call("POST", "/v1/rooms/orders/events", keyA,

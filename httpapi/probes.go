@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/heraldmq/herald"
@@ -51,8 +52,13 @@ func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
 // readyz handles GET /readyz: 200 when the store answers, 503 otherwise.
 func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := a.engine.Ready(r.Context()); err != nil {
+		msg := "the store does not answer"
+		if errors.Is(err, herald.ErrStoreFull) {
+			msg = "the store refuses writes for want of room (a full disk, or Redis out of memory)"
+		}
 		a.log.Warn("not ready", "err", err)
-		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, "the store does not answer")
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, statusBody{Status: "ok"})

@@ -65,6 +65,10 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, codeNotCancellable, err.Error())
 	case errors.Is(err, herald.ErrNotReplayable):
 		writeError(w, http.StatusConflict, codeNotReplayable, err.Error())
+	case errors.Is(err, herald.ErrStoreFull):
+		a.log.Debug("store full", "method", r.Method, "path", r.URL.Path, "err", err) // the engine logs it once
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, "the store refuses writes for want of room (a full disk); nothing was done, try again later")
 	case errors.Is(err, herald.ErrStoreUnavailable):
 		a.log.Warn("store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "1")

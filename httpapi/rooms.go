@@ -162,11 +162,13 @@ type eventTypeBody struct {
 type subscriptionBody struct {
 	Type       string          `json:"type"`
 	URL        string          `json:"url"`
-	SecretEnv  string          `json:"secret_env"`
+	Secret     string          `json:"secret"`
 	EventTypes []eventTypeBody `json:"event_types"`
 	Delivery   *deliveryBody   `json:"delivery"`
 	// Expiration is refused: the room's owner sets it.
 	Expiration json.RawMessage `json:"expiration"`
+	// SecretEnv is refused: a tenant names no variable of the server.
+	SecretEnv json.RawMessage `json:"secret_env"`
 }
 
 // eventTypeView is one of a subscription's event types as the API shows
@@ -183,6 +185,7 @@ type subscriptionView struct {
 	Room       string          `json:"room"`
 	Type       string          `json:"type"`
 	URL        string          `json:"url,omitempty"`
+	Secret     string          `json:"secret,omitempty"`
 	SecretEnv  string          `json:"secret_env,omitempty"`
 	EventTypes []eventTypeView `json:"event_types"`
 	Delivery   deliveryBody    `json:"delivery"`
@@ -227,11 +230,15 @@ func (a *api) createSubscription(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeInvalidField, "expiration: the room's owner sets it for every subscription; a subscription cannot override it")
 		return
 	}
+	if body.SecretEnv != nil {
+		writeError(w, http.StatusBadRequest, codeInvalidField, "secret_env: a subscription cannot name an environment variable of the server; give secret (whsec_ and base64), or leave it out and herald generates one")
+		return
+	}
 	if body.Type == "" {
 		writeError(w, http.StatusBadRequest, codeMissingField, "type: is required (push or pull)")
 		return
 	}
-	req := herald.SubscriptionRequest{Type: herald.SubscriptionType(body.Type), URL: body.URL, SecretEnv: body.SecretEnv}
+	req := herald.SubscriptionRequest{Type: herald.SubscriptionType(body.Type), URL: body.URL, Secret: body.Secret}
 	for i, et := range body.EventTypes {
 		v, bad := versionText("event_types["+strconv.Itoa(i)+"].version", et.Version)
 		if bad != nil {
@@ -245,19 +252,15 @@ func (a *api) createSubscription(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, bad)
 		return
 	}
-	if req.SecretEnv != "" && a.checkSecretEnv != nil {
-		if err := a.checkSecretEnv(req.SecretEnv); err != nil {
-			writeError(w, http.StatusBadRequest, codeInvalidField, "secret_env: "+err.Error())
-			return
-		}
-	}
 	sub, err := a.engine.CreateSubscription(r.Context(), tenantOf(r), r.PathValue("room"), req)
 	if err != nil {
 		a.failRooms(w, r, err, "room")
 		return
 	}
 	w.Header().Set("Location", "/v1/subscriptions/"+sub.ID)
-	writeJSON(w, http.StatusCreated, viewSubscription(sub))
+	v := viewSubscription(sub)
+	v.Secret = sub.Secret // shown in this answer only
+	writeJSON(w, http.StatusCreated, v)
 }
 
 // listSubscriptions handles GET /v1/rooms/{room}/subscriptions:

@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"errors"
+	"github.com/heraldmq/herald/stdwebhook"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,22 +55,14 @@ func TestRoomsCRUD(t *testing.T) {
 }
 
 func TestSubscriptionsAPI(t *testing.T) {
-	checked := ""
-	f := newFixture(t, func(c *Config) {
-		c.CheckSecretEnv = func(name string) error {
-			checked = name
-			if name != "GOOD_SECRET" {
-				return errors.New("not a secret this server signs with")
-			}
-			return nil
-		}
-	})
+	f := newFixture(t)
 	wantStatus(t, f.do("POST", "/v1/rooms", keyA, `{"name":"orders"}`), http.StatusCreated)
-	rec := f.do("POST", "/v1/rooms/orders/subscriptions", keyA, `{"type":"push","url":"https://example.com/in","secret_env":"GOOD_SECRET",
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	rec := f.do("POST", "/v1/rooms/orders/subscriptions", keyA, `{"type":"push","url":"https://example.com/in","secret":"`+secret+`",
 		"event_types":[{"type":"order.created","version":1},{"type":"order.paid"}],"delivery":{"multiplier":3}}`)
 	wantStatus(t, rec, http.StatusCreated)
 	sub := decode[subscriptionView](t, rec)
-	if sub.ID == "" || sub.Room != "orders" || sub.Type != "push" || sub.SecretEnv != "GOOD_SECRET" || checked != "GOOD_SECRET" ||
+	if sub.ID == "" || sub.Room != "orders" || sub.Type != "push" || sub.Secret != secret ||
 		len(sub.EventTypes) != 2 || sub.EventTypes[0].Version != "1" || sub.EventTypes[1].Version != "" ||
 		sub.Delivery.Multiplier == nil || *sub.Delivery.Multiplier != 3 || sub.Delivery.Delay != nil || sub.Delivery.Attempts != nil ||
 		rec.Header().Get("Location") != "/v1/subscriptions/"+sub.ID {
@@ -82,7 +74,9 @@ func TestSubscriptionsAPI(t *testing.T) {
 	}
 	for _, body := range []string{
 		`{"type":"push"}`, `{"type":"push","url":"ftp://x"}`, `{"type":"pull","url":"https://example.com"}`, `{"type":"mail"}`,
-		`{"type":"push","url":"https://example.com","secret_env":"OTHER"}`, `{"type":"pull","event_types":[{"version":"1"}]}`,
+		`{"type":"push","url":"https://example.com","secret_env":"HOME"}`, `{"type":"pull","event_types":[{"version":"1"}]}`,
+		`{"type":"push","url":"https://example.com","secret":"hunter2"}`, `{"type":"push","url":"https://example.com","secret":"whsec_c2hvcnQ="}`,
+		`{"type":"pull","secret":"` + secret + `"}`,
 		`{"type":"pull","event_types":[{"type":"t","version":true}]}`, `{"type":"pull","delivery":{"attempts":1001}}`,
 	} {
 		wantError(t, f.do("POST", "/v1/rooms/orders/subscriptions", keyA, body), http.StatusBadRequest, codeInvalidField)
@@ -90,6 +84,18 @@ func TestSubscriptionsAPI(t *testing.T) {
 	wantError(t, f.do("POST", "/v1/rooms/nope/subscriptions", keyA, `{"type":"pull"}`), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("POST", "/v1/rooms/orders/subscriptions", keyB, `{"type":"pull"}`), http.StatusNotFound, codeNotFound)
 	wantStatus(t, f.do("POST", "/v1/rooms/orders/subscriptions", keyA, `{"type":"pull"}`), http.StatusCreated)
+	// Without a secret herald generates one, shown in this answer only.
+	rec = f.do("POST", "/v1/rooms/orders/subscriptions", keyA, `{"type":"push","url":"https://example.com/in"}`)
+	wantStatus(t, rec, http.StatusCreated)
+	gen := decode[subscriptionView](t, rec)
+	if key, err := stdwebhook.ParseSecret(gen.Secret); !strings.HasPrefix(gen.Secret, "whsec_") || err != nil || len(key) != 32 {
+		t.Errorf("generated secret %q: %v, want whsec_ and 32 bytes", gen.Secret, err)
+	}
+	rec = f.do("GET", "/v1/subscriptions/"+gen.ID, keyA, "")
+	if strings.Contains(rec.Body.String(), "whsec_") {
+		t.Errorf("the secret is shown again: %s", rec.Body)
+	}
+	wantStatus(t, f.do("DELETE", "/v1/subscriptions/"+gen.ID, keyA, ""), http.StatusNoContent)
 
 	rec = f.do("GET", "/v1/rooms/orders/subscriptions", keyA, "")
 	wantStatus(t, rec, http.StatusOK)

@@ -2,7 +2,9 @@ package chirpstack
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,8 +55,12 @@ type Config struct {
 	// SendMQTT, the downlink commands. Nil for none.
 	MQTT *MQTTConfig
 	// IngressSecret is the bearer token ChirpStack's HTTP integration sends
-	// to herald's ingress; "" accepts any caller.
+	// to herald's ingress. When it is "", IngressOpen says whether the
+	// ingress takes any caller's events (true) or none (false: a random
+	// secret that no one knows; the events come over MQTT).
 	IngressSecret string
+	// IngressOpen opens the ingress to any caller when IngressSecret is "".
+	IngressOpen bool
 	// Logger receives what Listen cannot report otherwise (an event that
 	// could not be made durable, a lost connection). Defaults to
 	// slog.Default().
@@ -115,6 +121,13 @@ var (
 // and by Listen.
 func New(c Config) (*Carrier, error) {
 	cr := &Carrier{send: c.Send, token: c.Token, ingressSecret: c.IngressSecret, log: c.Logger}
+	if cr.ingressSecret == "" && !c.IngressOpen {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		cr.ingressSecret = hex.EncodeToString(key) // the HTTP ingress is closed
+	}
 	if cr.send == "" {
 		cr.send = SendGRPC
 	}
@@ -197,7 +210,8 @@ func isTopicLevel(s string) bool {
 // DELIVERED_TO_NS to DELIVERY_SUCCESSFUL.
 func (c *Carrier) Path() herald.Path { return herald.PathPush }
 
-// IngressSecret returns Config.IngressSecret.
+// IngressSecret returns Config.IngressSecret: "" when the ingress is open
+// (Config.IngressOpen), a secret no one knows when it is closed.
 func (c *Carrier) IngressSecret() string { return c.ingressSecret }
 
 // AwaitsAck reports whether m is a confirmed downlink (params.confirmed is

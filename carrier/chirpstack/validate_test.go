@@ -106,3 +106,26 @@ func TestNew(t *testing.T) {
 		t.Errorf("client id %q, path %v; want the default id and push", c.mqtt.ClientID, c.Path())
 	}
 }
+
+// TestIngressClosedWithoutSecret: without an ingress secret the HTTP
+// ingress is closed (a secret no one knows) unless IngressOpen says it is
+// open on purpose.
+func TestIngressClosedWithoutSecret(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		open bool
+	}{
+		{Config{Server: "127.0.0.1:1", Token: "t", IngressSecret: "s"}, false},
+		{Config{Server: "127.0.0.1:1", Token: "t"}, false},
+		{Config{Server: "127.0.0.1:1", Token: "t", IngressOpen: true}, true},
+	} {
+		cr, err := New(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cr.IngressSecret(); (got == "") != c.open || (c.cfg.IngressSecret != "" && got != c.cfg.IngressSecret) {
+			t.Errorf("%+v: IngressSecret %q, want open = %v", c.cfg, got, c.open)
+		}
+		cr.Close()
+	}
+}

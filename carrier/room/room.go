@@ -163,7 +163,12 @@ func (c *Carrier) hook(ctx context.Context, id string) (*webhook.Carrier, error)
 		return nil, herald.Permanent(fmt.Errorf("room: subscription %s is %s, not push", id, sub.Type))
 	}
 	var secret []byte
-	if sub.SecretEnv != "" {
+	switch {
+	case sub.Secret != "":
+		if secret, err = stdwebhook.ParseSecret(sub.Secret); err != nil {
+			return nil, herald.Permanent(fmt.Errorf("room: subscription %s: secret: %w", id, err))
+		}
+	case sub.SecretEnv != "": // made before subscriptions kept their own
 		if secret, err = c.secret(sub.SecretEnv); err != nil {
 			return nil, herald.Permanent(fmt.Errorf("room: subscription %s: secret_env: %w", id, err))
 		}

@@ -59,6 +59,7 @@ func TestSend(t *testing.T) {
 			"s1": {ID: "s1", Type: herald.SubscriptionPush, URL: srv.URL + "/hook", SecretEnv: "SIGNING"},
 			"s2": {ID: "s2", Type: herald.SubscriptionPull},
 			"s3": {ID: "s3", Type: herald.SubscriptionPush, URL: srv.URL, SecretEnv: "UNSET"},
+			"s4": {ID: "s4", Type: herald.SubscriptionPush, URL: srv.URL, Secret: "whsec_b3du"}, // its own secret: "own"
 		},
 		deliveries: map[string]*herald.Message{"m1": {ID: "m1", Status: herald.StatusSentToNS, Lease: 7}},
 	}
@@ -94,6 +95,13 @@ func TestSend(t *testing.T) {
 	}
 	if err := stdwebhook.Verify([]byte("key"), got.header, got.body, time.Now(), time.Minute); err != nil || got.header.Get("webhook-id") != "m1" {
 		t.Errorf("signature: %v (id %q)", err, got.header.Get("webhook-id"))
+	}
+	m.Target = "s4"
+	if _, err := c.Send(t.Context(), m); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := stdwebhook.Verify([]byte("own"), got.header, got.body, time.Now(), time.Minute); err != nil {
+		t.Errorf("signature with the subscription's own secret: %v", err)
 	}
 	for _, target := range []string{"gone", "s2", "s3"} {
 		m := *m

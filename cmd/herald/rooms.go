@@ -17,12 +17,13 @@ import (
 	"github.com/heraldmq/herald/config"
 )
 
-// roomsRoute returns the route of the rooms' deliveries on store, and the
-// check of a push subscription's secret_env: the variable must hold a
-// secret, and must not be one that the config names for the server's own
-// (an API key, a carrier's token, a route's or a subscriber's signing
-// secret), which a tenant could otherwise sign its own requests with.
-func roomsRoute(store herald.Store, f *config.File) (herald.Route, func(name string) error, error) {
+// roomsRoute returns the route of the rooms' deliveries on store. A push
+// subscription signs with its own secret; one made before subscriptions
+// kept theirs names a variable of the server's environment (secret_env),
+// which must hold a secret and must not be one that the config names for
+// the server's own (an API key, a carrier's token, a route's or a
+// subscriber's signing secret).
+func roomsRoute(store herald.Store, f *config.File) (herald.Route, error) {
 	own := f.EnvNames()
 	secret := func(name string) ([]byte, error) {
 		if _, found := slices.BinarySearch(own, name); found {
@@ -32,17 +33,13 @@ func roomsRoute(store herald.Store, f *config.File) (herald.Route, func(name str
 	}
 	c, err := room.New(room.Config{Store: store, Secret: secret})
 	if err != nil {
-		return herald.Route{}, nil, err
+		return herald.Route{}, err
 	}
 	policy, err := herald.ProfilePolicy(herald.ProfileRoom)
 	if err != nil {
-		return herald.Route{}, nil, err
+		return herald.Route{}, err
 	}
-	check := func(name string) error {
-		_, err := secret(name)
-		return err
-	}
-	return herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: c, Policy: policy}, check, nil
+	return herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: c, Policy: policy}, nil
 }
 
 // deliveryFlags are the flags of a room's or a subscription's delivery
@@ -114,7 +111,7 @@ func roomsCommand() *cobra.Command {
 func subsCommand() *cobra.Command {
 	subs := &cobra.Command{Use: "subs", Short: "List, create or delete a room's subscriptions"}
 	var lc, cc, rc clientFlags
-	var typ, hookURL, secretEnv string
+	var typ, hookURL, secret string
 	var eventTypes []string
 	var delivery deliveryFlags
 	list := &cobra.Command{
@@ -124,10 +121,10 @@ func subsCommand() *cobra.Command {
 		},
 	}
 	create := &cobra.Command{
-		Use:   "create ROOM --type push --url URL [--secret-env NAME] | --type pull; [--event-type TYPE[:VERSION]]... [--delay D] [--multiplier M] [--attempts N]",
+		Use:   "create ROOM --type push --url URL [--secret whsec_...] | --type pull; [--event-type TYPE[:VERSION]]... [--delay D] [--multiplier M] [--attempts N]",
 		Short: "Subscribe to a room's events", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := client.SubscriptionRequest{Type: herald.SubscriptionType(typ), URL: hookURL, SecretEnv: secretEnv,
+			req := client.SubscriptionRequest{Type: herald.SubscriptionType(typ), URL: hookURL, Secret: secret,
 				Delivery: delivery.overrides(cmd)}
 			for _, et := range eventTypes {
 				t, v, _ := strings.Cut(et, ":")
@@ -139,7 +136,7 @@ func subsCommand() *cobra.Command {
 	f := create.Flags()
 	f.StringVar(&typ, "type", "", "push (herald POSTs each delivery) or pull (herald pull SUB fetches them)")
 	f.StringVar(&hookURL, "url", "", "push: where the deliveries are POSTed")
-	f.StringVar(&secretEnv, "secret-env", "", "push: the server's environment variable that holds the signing secret")
+	f.StringVar(&secret, "secret", "", "push: the signing secret, whsec_ and base64 (default: herald generates one, shown once in the answer)")
 	f.StringArrayVar(&eventTypes, "event-type", nil, "take only events of this TYPE[:VERSION] (repeatable; none takes every event)")
 	delivery.add(create, " (default: the room's)")
 	_ = create.MarkFlagRequired("type")

@@ -74,7 +74,6 @@ func mustCLI(t *testing.T, base string) func(args ...string) string {
 // ack, nack.
 func TestRoomsCLI(t *testing.T) {
 	t.Setenv("CLI_HOOK_SECRET", "own")
-	t.Setenv("CLI_SUB_SECRET", "theirs")
 	base := startCLIServer(t, "  - {name: hooks, carrier: webhook, url: \"http://127.0.0.1:9/in\", secret_env: CLI_HOOK_SECRET}\n")
 	must := mustCLI(t, base)
 	var room struct{ Name, Expiration string }
@@ -88,10 +87,12 @@ func TestRoomsCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(must("subs", "create", "orders", "--type", "pull", "--event-type", "order.created:1")), &sub); err != nil || sub.ID == "" {
 		t.Fatalf("subs create: %+v %v", sub, err)
 	}
-	must("subs", "create", "orders", "--type", "push", "--url", "http://127.0.0.1:9/hook", "--secret-env", "CLI_SUB_SECRET")
-	if _, err := runCLI(t, base, "subs", "create", "orders", "--type", "push", "--url", "http://127.0.0.1:9/hook", "--secret-env", "CLI_HOOK_SECRET"); err == nil ||
+	if out := must("subs", "create", "orders", "--type", "push", "--url", "http://127.0.0.1:9/hook"); !strings.Contains(out, `"secret": "whsec_`) {
+		t.Errorf("subs create without --secret: %s, want the secret herald generated", out)
+	}
+	if _, err := runCLI(t, base, "subs", "create", "orders", "--type", "push", "--url", "http://127.0.0.1:9/hook", "--secret", "own"); err == nil ||
 		!strings.Contains(err.Error(), "400") {
-		t.Errorf("subs create signing with the server's own secret: %v, want a 400", err)
+		t.Errorf("subs create with a secret not in the whsec_ form: %v, want a 400", err)
 	}
 	if out := must("subs", "ls", "orders"); strings.Count(out, `"id"`) != 2 {
 		t.Errorf("subs ls: %s", out)

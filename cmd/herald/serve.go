@@ -21,6 +21,7 @@ import (
 	"github.com/heraldmq/herald/carrier/webhook"
 	"github.com/heraldmq/herald/config"
 	"github.com/heraldmq/herald/httpapi"
+	"github.com/heraldmq/herald/internal/httpsend"
 	"github.com/heraldmq/herald/metrics"
 	"github.com/heraldmq/herald/notify"
 	"github.com/heraldmq/herald/otelx"
@@ -109,6 +110,11 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
+	for _, rc := range f.Routes {
+		if rc.IngressOpen {
+			log.Warn("ingress_open: this route's HTTP ingress takes events from anyone who reaches it, without a secret", "route", rc.Name, "path", "/v1/ingress/"+rc.Name)
+		}
+	}
 	subs, err := buildSubscribers(f)
 	if err != nil {
 		return nil, err
@@ -117,7 +123,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
-	rooms, checkSecretEnv, err := roomsRoute(store, f)
+	rooms, err := roomsRoute(store, f)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -171,29 +177,23 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		sessions = admin
 	}
 	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions,
-		CheckSecretEnv: checkSecretEnv, Tracer: apiTracer}))
+		Tracer: apiTracer, MaxBodyBytesInFlight: int64(f.HTTP.MaxBodyBytesInFlight), Problem: m.Problem}))
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
 	}
 	s := &server{log: log, store: store, engine: engine, routes: routes, served: make(chan error, 1), addr: ln.Addr().String(),
-		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, tracer: tracer}
+		http: newHTTPServer(mux, f.HTTP, log), tracer: tracer}
 	started = true
-	go func() { s.served <- s.http.Serve(ln) }()
+	go func() { s.served <- s.http.Serve(newLimitListener(ln, f.HTTP.MaxConnections, log, m.Problem)) }()
 	log.Info("herald serving", "listen", s.addr, "store", f.Store, "routes", len(routes))
 	if f.UIEnabled() {
 		log.Info("admin page", "url", "http://"+s.addr+ui.Path)
 	}
 	if builtinSink {
-		log.Info("no config: demo route \"demo\" posts to the built-in sink", "sink", "http://"+s.addr+demoSinkPath, "api_key", keyHint(keys))
+		log.Info("no config: demo route \"demo\" posts to the built-in sink", "sink", "http://"+s.addr+demoSinkPath,
+			"api_key", "the value of HERALD_API_KEY, or "+demoKey+" when it is unset")
 	}
 	return s, nil
-}
-
-func keyHint(keys map[string]string) string {
-	for k := range keys {
-		return k
-	}
-	return ""
 }
 
 // shutdown stops taking requests, lets sends in flight finish (up to 10 s)
@@ -255,7 +255,7 @@ func buildRoutes(f *config.File, log *slog.Logger) (routes []herald.Route, err e
 				return os.Getenv(name)
 			}
 			cc := chirpstack.Config{Server: rc.Server, TLS: rc.TLS, Send: rc.Send,
-				Token: env("token_env", rc.TokenEnv), IngressSecret: env("ingress_secret_env", rc.IngressSecretEnv)}
+				Token: env("token_env", rc.TokenEnv), IngressSecret: env("ingress_secret_env", rc.IngressSecretEnv), IngressOpen: rc.IngressOpen}
 			if mq := rc.MQTT; mq != nil {
 				cc.MQTT = &chirpstack.MQTTConfig{URL: mq.URL, ApplicationID: mq.ApplicationID, ClientID: mq.ClientID,
 					Username: env("mqtt.username_env", mq.UsernameEnv), Password: env("mqtt.password_env", mq.PasswordEnv)}
@@ -295,18 +295,18 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 		var err error
 		if sc.SecretEnv != "" {
 			if secret, err = stdwebhook.ParseSecret(os.Getenv(sc.SecretEnv)); err != nil {
-				return nil, fmt.Errorf("subscriber %s: %s: %w", sc.URL, sc.SecretEnv, err)
+				return nil, fmt.Errorf("subscriber %s: %s: %w", httpsend.RedactString(sc.URL), sc.SecretEnv, err)
 			}
 		}
 		sink, err := notify.New(sc.URL, secret, nil, nil)
 		if err != nil {
-			return nil, fmt.Errorf("subscriber %s: %w", sc.URL, err)
+			return nil, fmt.Errorf("subscriber %s: %w", httpsend.RedactString(sc.URL), err)
 		}
 		var types []herald.Status
 		for _, t := range sc.Types {
 			st, err := herald.ParseEventType(t)
 			if err != nil {
-				return nil, fmt.Errorf("subscriber %s: %w", sc.URL, err)
+				return nil, fmt.Errorf("subscriber %s: %w", httpsend.RedactString(sc.URL), err)
 			}
 			types = append(types, st)
 		}

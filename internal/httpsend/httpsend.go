@@ -48,11 +48,14 @@ func NewClient() *http.Client {
 // ParseURL returns s parsed when it is an absolute http or https URL with a host.
 func ParseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err // without the URL, which may hold a secret
+	}
 	if err != nil {
 		return nil, fmt.Errorf("webhook: URL: %w", err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("webhook: URL %q: want an absolute http or https URL", s)
+		return nil, fmt.Errorf("webhook: URL %s: want an absolute http or https URL", Redact(u))
 	}
 	return u, nil
 }
@@ -65,10 +68,10 @@ func ParseURL(s string) (*url.URL, error) {
 //   - anything else: herald.Permanent.
 //
 // The response body is drained (up to MaxBodyRead) and closed. Error texts
-// name the method, the URL without credentials or query, the status and the
+// name the method, the URL's scheme and host (Redact), the status and the
 // start of the body.
 func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Header, error) {
-	where := req.Method + " " + redact(req.URL)
+	where := req.Method + " " + Redact(req.URL)
 	resp, err := client.Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -98,7 +101,7 @@ func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Head
 		return nil, err
 	case resp.StatusCode/100 == 3:
 		if loc := resp.Header.Get("Location"); loc != "" {
-			err = fmt.Errorf("%w (redirect to %s refused)", err, loc)
+			err = fmt.Errorf("%w (redirect to %s refused)", err, RedactString(loc))
 		}
 		return nil, herald.Permanent(err)
 	default:
@@ -150,13 +153,23 @@ func quote(body []byte, readErr error) string {
 	return ""
 }
 
-// redact renders u without user information and query, which may hold secrets.
-func redact(u *url.URL) string {
-	c := *u
-	c.User = nil
-	if c.RawQuery != "" {
-		c.RawQuery = "…"
+// Redact returns u as errors and logs may show it: its scheme and host,
+// and "/…" for a path, a query or a fragment; never its credentials. A
+// URL's path may hold a secret (Slack's and Discord's webhook URLs do).
+func Redact(u *url.URL) string {
+	c := url.URL{Scheme: u.Scheme, Host: u.Host}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return c.String() + "/…"
 	}
-	c.Fragment, c.RawFragment = "", ""
 	return c.String()
+}
+
+// RedactString is Redact of the URL s, or a placeholder when s does not
+// parse.
+func RedactString(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a malformed URL)"
+	}
+	return Redact(u)
 }

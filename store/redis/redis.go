@@ -206,6 +206,8 @@ func wrap(ctx context.Context, op string, err error) error {
 		return err
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return fmt.Errorf("redis %s: %w", op, err)
+	case outOfMemory(err):
+		return fmt.Errorf("redis %s: %w: %w", op, herald.ErrStoreFull, err)
 	case unavailable(err):
 		return fmt.Errorf("redis %s: %w: %w", op, herald.ErrStoreUnavailable, err)
 	default:
@@ -239,4 +241,11 @@ func unavailable(err error) bool {
 		}
 	}
 	return false
+}
+
+// outOfMemory reports whether err is the server's OOM reply: it refuses
+// writes at its maxmemory (herald.ErrStoreFull).
+func outOfMemory(err error) bool {
+	var reply goredis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "OOM")
 }

@@ -158,7 +158,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub herald.Subscription)
 		att = strconv.Itoa(*a)
 	}
 	res, err := s.eval(ctx, createSubScript, esc(sub.Tenant), sub.Room, sub.ID,
-		"t", esc(sub.Tenant), "r", sub.Room, "type", string(sub.Type), "url", sub.URL, "senv", sub.SecretEnv,
+		"t", esc(sub.Tenant), "r", sub.Room, "type", string(sub.Type), "url", sub.URL, "senv", sub.SecretEnv, "sec", sub.Secret,
 		"types", typesJSON, "delay", delay, "mult", mult, "att", att, "at", unixms.From(sub.CreatedAt))
 	if err != nil {
 		return wrap(ctx, "create subscription", err)
@@ -215,7 +215,7 @@ func decodeSubscription(id string, h map[string]string) (*herald.Subscription, e
 		return nil, bad("at")
 	}
 	sub := &herald.Subscription{ID: id, Tenant: unesc(h["t"]), Room: h["r"], Type: herald.SubscriptionType(h["type"]),
-		URL: h["url"], SecretEnv: h["senv"], CreatedAt: unixms.Time(at)}
+		URL: h["url"], SecretEnv: h["senv"], Secret: h["sec"], CreatedAt: unixms.Time(at)}
 	var types [][2]string
 	if err := json.Unmarshal([]byte(h["types"]), &types); err != nil {
 		return nil, bad("types")

@@ -24,7 +24,7 @@ import (
 // order their scans read them.
 const (
 	roomCols      = `tenant, name, expiration, delay, multiplier, attempts, revision, created_at`
-	subCols       = `id, tenant, room, type, url, secret_env, event_types, delay, multiplier, attempts, created_at`
+	subCols       = `id, tenant, room, type, url, secret_env, event_types, delay, multiplier, attempts, created_at, secret`
 	roomEventCols = `id, tenant, room, type, version, correlation_id, data, deliveries, created_at`
 )
 
@@ -141,7 +141,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub herald.Subscription)
 			return herald.ErrNotFound
 		}
 		_, err = tx.st.insertSubscription.Exec(sub.ID, sub.Tenant, sub.Room, string(sub.Type), sub.URL, sub.SecretEnv,
-			string(typesJSON), delay, multiplier, attempts, unixms.From(sub.CreatedAt))
+			string(typesJSON), delay, multiplier, attempts, unixms.From(sub.CreatedAt), sub.Secret)
 		return err
 	})
 	return wrap("create subscription", err)
@@ -174,7 +174,7 @@ func scanSubscription(sc rowScanner) (herald.Subscription, error) {
 		createdAt  int64
 	)
 	if err := sc.Scan(&sub.ID, &sub.Tenant, &sub.Room, &typ, &sub.URL, &sub.SecretEnv, &types,
-		&delay, &multiplier, &attempts, &createdAt); err != nil {
+		&delay, &multiplier, &attempts, &createdAt, &sub.Secret); err != nil {
 		return sub, err
 	}
 	sub.Type, sub.CreatedAt = herald.SubscriptionType(typ), unixms.Time(createdAt)

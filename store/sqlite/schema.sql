@@ -125,12 +125,13 @@ CREATE TABLE IF NOT EXISTS subscriptions (
 	room        TEXT NOT NULL,
 	type        TEXT NOT NULL,
 	url         TEXT NOT NULL,
-	secret_env  TEXT NOT NULL,
+	secret_env  TEXT NOT NULL,    -- a subscription made before they kept their own secret
 	event_types TEXT NOT NULL,    -- JSON [[type, version], ...]
 	delay       INTEGER,          -- the overrides; NULL keeps the room's
 	multiplier  REAL,
 	attempts    INTEGER,
-	created_at  INTEGER NOT NULL
+	created_at  INTEGER NOT NULL,
+	secret      TEXT NOT NULL DEFAULT ''  -- the signing secret, whsec_...
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS subscriptions_room ON subscriptions (tenant, room, id);
 

@@ -162,6 +162,9 @@ func wrap(op string, err error) error {
 	if err == nil || errors.Is(err, herald.ErrNotFound) || errors.Is(err, herald.ErrConflict) {
 		return err
 	}
+	if full(err) {
+		return fmt.Errorf("sqlite %s: %w: %w", op, herald.ErrStoreFull, err)
+	}
 	return fmt.Errorf("sqlite %s: %w", op, err)
 }
 

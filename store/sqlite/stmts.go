@@ -280,7 +280,7 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.roomRevision, `SELECT revision FROM rooms WHERE tenant = ? AND name = ?`},
 		{&st.bumpRoom, `UPDATE rooms SET revision = revision + 1 WHERE tenant = ? AND name = ?`},
 		{&st.deleteRoom, `DELETE FROM rooms WHERE tenant = ? AND name = ?`},
-		{&st.insertSubscription, `INSERT INTO subscriptions (` + subCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insertSubscription, `INSERT INTO subscriptions (` + subCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.roomSubscriptions, `SELECT id FROM subscriptions INDEXED BY subscriptions_room WHERE tenant = ? AND room = ?`},
 		{&st.subRoom, `SELECT room FROM subscriptions WHERE id = ? AND tenant = ?`},
 		{&st.subscriptionExists, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE id = ?)`},

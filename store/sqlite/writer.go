@@ -110,6 +110,9 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 	if err := migrateResult(ctx, conn); err != nil {
 		return err
 	}
+	if err := migrateSubscriptionSecret(ctx, conn); err != nil {
+		return err
+	}
 	st, err := prepareWrite(ctx, conn)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func testRooms(t *testing.T, open opener) {
 		h.room("acme", "r", 0)
 		delay, mult, att := 2*time.Second, 3.0, 0
 		full := herald.Subscription{ID: nextID(), Tenant: "acme", Room: "r", Type: herald.SubscriptionPush,
-			URL: "https://example.com/in?x=1", SecretEnv: "HOOK_SECRET", CreatedAt: at(time.Second),
+			URL: "https://example.com/in?x=1", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", CreatedAt: at(time.Second),
 			EventTypes: []herald.EventType{{Type: "order.created", Version: "2"}, {Type: "order | paid"}},
 			Delivery:   herald.DeliveryOverrides{Delay: &delay, Multiplier: &mult, Attempts: &att}}
 		bare := herald.Subscription{ID: nextID(), Tenant: "acme", Room: "r", Type: herald.SubscriptionPull, CreatedAt: at(2 * time.Second)}
@@ -598,7 +598,7 @@ func checkSubscription(t *testing.T, what string, got *herald.Subscription, want
 			eq(a.Attempts != nil, b.Attempts != nil, deref(a.Attempts), deref(b.Attempts))
 	}
 	if got.ID != want.ID || got.Tenant != want.Tenant || got.Room != want.Room || got.Type != want.Type || got.URL != want.URL ||
-		got.SecretEnv != want.SecretEnv || !slices.Equal(got.EventTypes, want.EventTypes) || !same(got.Delivery, want.Delivery) ||
+		got.SecretEnv != want.SecretEnv || got.Secret != want.Secret || !slices.Equal(got.EventTypes, want.EventTypes) || !same(got.Delivery, want.Delivery) ||
 		!sameTime(got.CreatedAt, want.CreatedAt) {
 		t.Errorf("%s: %+v, want %+v", what, *got, want)
 	}

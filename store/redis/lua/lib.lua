@@ -48,7 +48,7 @@
 --                 and at (created)
 --   rooms:<T>     zset: the names of a tenant's rooms; score 0
 --   sub:<id>      hash: a subscription: t, r (its tenant and room), type,
---                 url, senv, types (JSON), delay, mult and att (empty:
+--                 url, senv, sec (the signing secret), types (JSON), delay, mult and att (empty:
 --                 the room's) and at
 --   subs:<T|N>    zset: the ids of a room's subscriptions; score 0
 --   evt:<id>      hash: a room event: t, r, type, ver, corr, data, dl (its
