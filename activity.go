@@ -34,23 +34,13 @@ type ActivityMinute struct {
 	LatencyP99MS float64 `json:"latency_p99_ms"`
 }
 
-// Activity returns what this engine did in each of the last
-// ActivityMinutes minutes, oldest first; the last is the minute under way.
-// Like the Counters of Stats, it is kept in memory by this process since
-// it started, of every tenant and route.
-func (e *Engine) Activity() []ActivityMinute {
-	now := e.clock.Now()
-	if c, ok := e.obs.(*countingObserver); ok {
-		return c.activity.report(now)
-	}
-	return (&activityLog{}).report(now)
-}
-
-// Delivered records a delivery's latency in the minute's histogram and
-// passes it on.
-func (c *countingObserver) Delivered(route string, latency time.Duration) {
-	c.activity.delivered(latency)
-	c.Observer.Delivered(route, latency)
+// Activity returns what this engine did with tenant's messages (every
+// tenant's for the empty tenant) in each of the last ActivityMinutes
+// minutes, oldest first; the last is the minute under way. Like the
+// Counters of Stats, it is kept in memory by this process since it
+// started.
+func (e *Engine) Activity(tenant string) []ActivityMinute {
+	return e.tallies.read(tenant).activity.report(e.clock.Now())
 }
 
 // latencyBuckets is the size of a minute's latency histogram: bucket 0

@@ -1,6 +1,7 @@
 package herald_test
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,8 @@ import (
 
 // TestActivityCountsEachMinute: sends, successes, retries and dead letters
 // land in the minute of the engine's clock they happened in, with the
-// latency of the successes; an hour later they are gone.
+// latency of the successes, in their tenant's activity and everyone's,
+// not in another tenant's; an hour later they are gone.
 func TestActivityCountsEachMinute(t *testing.T) {
 	flaky := httptest.NewServer(webhooksink.New(webhooksink.Config{FailFirst: 1}))
 	defer flaky.Close()
@@ -34,7 +36,15 @@ func TestActivityCountsEachMinute(t *testing.T) {
 	// Minute 2: the retry succeeds, 2 min 5 s after its creation.
 	r.advance(2*time.Minute + 5*time.Second)
 
-	act := r.eng.Activity()
+	act := r.eng.Activity("acme")
+	if all := r.eng.Activity(""); fmt.Sprint(all) != fmt.Sprint(act) {
+		t.Errorf("every tenant's activity %v differs from acme's alone %v", all, act)
+	}
+	for _, m := range r.eng.Activity("other") {
+		if m != (herald.ActivityMinute{Start: m.Start}) {
+			t.Fatalf("another tenant's activity counts acme's: %+v", m)
+		}
+	}
 	if len(act) != herald.ActivityMinutes {
 		t.Fatalf("Activity = %d minutes, want %d", len(act), herald.ActivityMinutes)
 	}
@@ -69,7 +79,7 @@ func TestActivityCountsEachMinute(t *testing.T) {
 
 	// An hour on, the ring has moved past all of it.
 	r.advance(time.Hour)
-	for _, m := range r.eng.Activity() {
+	for _, m := range r.eng.Activity("acme") {
 		if m.Sent+m.Succeeded+m.Failed+m.Retried != 0 || m.LatencyP99MS != 0 {
 			t.Fatalf("an hour later, minute %v still counts %+v", m.Start, m)
 		}

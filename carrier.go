@@ -74,6 +74,33 @@ type Laner interface {
 	Lane(m *Message) string
 }
 
+// LaneRequirer is implemented by carriers whose messages must name their
+// lane when their route has no default lane: a lane the carrier cannot
+// derive and that its flow control needs (a Calin meter's DCU). Send
+// refuses a message without one (400, naming lane); RequiredLane says
+// what the lane is, for that error.
+type LaneRequirer interface {
+	RequiredLane() string
+}
+
+// ContentHasher is implemented by carriers that know what of a message
+// reaches its recipient (a downlink's device, bytes and port): on a route
+// with dedup (Policy.DedupTTL), ContentHash is the message's dedup key, in
+// place of herald's hash of its route, target, payload or text and
+// params. It is called on a message that Validate accepted.
+type ContentHasher interface {
+	ContentHash(m *Message) string
+}
+
+// URLChecker is implemented by the carrier of the rooms' deliveries (the
+// prefix route RoomRoutePrefix) when it keeps to a policy of the
+// addresses it may reach: CreateSubscription asks it about each push
+// subscription's URL, and refuses the subscription (an *InvalidError
+// naming url) when it answers an error.
+type URLChecker interface {
+	CheckURL(rawURL string) error
+}
+
 // SendResult is what a carrier says when it accepts a message.
 type SendResult struct {
 	ExternalID string

@@ -266,7 +266,7 @@ func (e *Engine) claimMessages(ctx context.Context, limit, gated int, kept keptB
 	}
 	for _, m := range msgs {
 		e.pending <- struct{}{}
-		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
+		e.transitioned(m, StatusQueued, StatusSentToNS)
 	}
 	return msgs, nil
 }
@@ -416,6 +416,9 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 	if !m.ExpiresAt.IsZero() && !e.clock.Now().Before(m.ExpiresAt) {
 		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "expired",
 			LastError: "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)}, true, outcomeOther
+	}
+	if err := e.fillEventData(ctx, m); err != nil { // a room's delivery: its event's data
+		return e.failure(r, m, fmt.Errorf("read the event's data: %w", err), "send failed"), true, outcomeOther
 	}
 	bound := r.Policy.Timeouts.Accept
 	if sc, ok := r.Carrier.(SlowCaller); ok {

@@ -122,10 +122,11 @@ type Engine struct {
 	// timed is whether any of them limits its lanes over time (Timed).
 	admission    map[string]Admission
 	timed        bool
-	node         string // names this engine in its claims (Claim.Node)
-	admissionSet bool   // the store has it; guarded by startMu
-	latencies    latencyWindow
-	rooms        roomCache // the rooms published to, with their subscriptions
+	node         string         // names this engine in its claims (Claim.Node)
+	admissionSet bool           // the store has it; guarded by startMu
+	tallies      *tallies       // what this process counted, by tenant (Stats, Activity)
+	rooms        roomCache      // the rooms published to, with their subscriptions
+	eventData    eventDataCache // the data of room events, for their deliveries (eventdata.go)
 
 	slots        chan struct{}         // one token per carrier call in flight
 	pending      chan struct{}         // one token per claimed message not yet recorded
@@ -153,6 +154,9 @@ type Engine struct {
 	retryPending   chan struct{} // tells the dispatcher to release due retries
 	eventPending   chan struct{} // nudges the outbox
 	inboundPending chan struct{} // nudges the inbox loop
+	pollPending    chan struct{} // nudges the poll loop: a poll ended
+	pullRoutes     []*route      // the routes whose carriers poll their tasks (Poller)
+	polls          pollGate      // the polls running
 	dispatchMu     sync.Mutex    // one dispatch round at a time
 	sends          sync.WaitGroup
 
@@ -183,7 +187,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	setDefaults(&cfg)
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: newCountingObserver(cfg.Observer, cfg.Clock),
+		cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, obs: cfg.Observer, tallies: newTallies(cfg.Clock),
 		routes:         make(map[string]*route, len(cfg.Routes)),
 		acceptTimeouts: make(map[string]time.Duration, len(cfg.Routes)),
 		defaultAccept:  Profiles[ProfileChannel].Timeouts.Accept,
@@ -198,6 +202,7 @@ func New(cfg Config) (*Engine, error) {
 		retryPending:   make(chan struct{}, 1),
 		eventPending:   make(chan struct{}, 1),
 		inboundPending: make(chan struct{}, 1),
+		pollPending:    make(chan struct{}, 1),
 	}
 	e.store = watchedStore{Store: cfg.Store, e: e}
 	for _, r := range cfg.Routes {
@@ -229,6 +234,9 @@ func New(cfg Config) (*Engine, error) {
 			continue
 		}
 		e.routes[r.Name] = &route{Route: r, classifier: c}
+		if _, ok := r.Carrier.(Poller); ok && r.Carrier.Path() == PathPull {
+			e.pullRoutes = append(e.pullRoutes, e.routes[r.Name])
+		}
 		e.acceptTimeouts[r.Name] = r.Policy.Timeouts.Accept
 		if a := r.Policy.Admission; a.Gated() {
 			if a.Concurrency > 0 && !a.Timed() && r.Carrier.Path() == PathDirect {
@@ -258,10 +266,12 @@ func New(cfg Config) (*Engine, error) {
 			e.subscribers[i].Types = DefaultEventTypes()
 		}
 		if s.MaxAttempts < 1 {
-			e.subscribers[i].MaxAttempts = 10
+			e.subscribers[i].MaxAttempts = DefaultSubscriberAttempts
 		}
 		if s.Retry.Kind == "" {
-			e.subscribers[i].Retry = RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: 10 * time.Minute, Jitter: 0.2}
+			e.subscribers[i].Retry = DefaultSubscriberRetry
+		} else if err := s.Retry.Validate(); err != nil {
+			return nil, fmt.Errorf("herald: subscriber %s: %w", s.Name, err)
 		}
 	}
 	e.node = e.ids.next(e.clock.Now())
@@ -385,7 +395,7 @@ func (e *Engine) startWhenStored(ctx context.Context) {
 
 // runLoops starts the engine's loops on loopCtx. The caller holds startMu.
 func (e *Engine) runLoops(ctx, loopCtx context.Context) {
-	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
+	loops := []func(context.Context){e.dispatchLoop, e.reapLoop, e.pollLoop, e.outboxLoop, e.pruneLoop, e.inboxLoop}
 	if e.keepsLanes() {
 		e.beat(ctx) // before the first claim takes a lane
 		loops = append(loops, e.heartbeatLoop)
@@ -528,11 +538,11 @@ func (e *Engine) transition(ctx context.Context, m *Message, t Transition) error
 	if t.To == t.From {
 		return nil
 	}
-	e.obs.Transitioned(m.Route, t.From, t.To)
+	e.transitioned(m, t.From, t.To)
 	if t.To == StatusDeliverySuccessful {
 		lat := t.At.Sub(m.CreatedAt)
 		e.obs.Delivered(m.Route, lat)
-		e.latencies.add(lat)
+		e.tallies.delivered(m.Tenant, lat)
 	}
 	if len(t.Notify) > 0 {
 		e.nudge(e.eventPending)

@@ -8,12 +8,6 @@ import (
 	"time"
 )
 
-// AcceptTimeoutError is the last error of a message whose send did not
-// answer before its accept deadline (the call hung, or its node stopped
-// during it): the carrier may have taken the message, and a carrier that
-// can look for what it took (carrier/chirpstack) does so on the retry.
-const AcceptTimeoutError = "carrier did not answer within the accept timeout"
-
 // Sentinel errors.
 var (
 	// ErrNotFound is returned when a message does not exist or belongs to another tenant.

@@ -15,31 +15,33 @@ const (
 	MaxLaneLimit = 1000
 )
 
-// Lanes returns up to limit lanes of the gated routes (of route only, when
-// it is not empty), busiest first: by queued plus in flight. A limit of 0
-// or less asks for DefaultLaneLimit; one above MaxLaneLimit is an
+// Lanes returns up to q.Limit lanes of the gated routes (of q.Route only,
+// when it is not empty), busiest first: by queued plus in flight. A limit
+// of 0 or less asks for DefaultLaneLimit; one above MaxLaneLimit is an
 // *InvalidError, and an unknown route ErrUnknownRoute.
 //
 // The states are as of now: PausedUntil and PauseReason are cleared when
 // the pause is over, NextAt when the lane's spacing no longer holds it.
 //
 // A lane is shared by every tenant whose messages take it (a gateway
-// carries many tenants' messages): Queued counts, and InFlight lists the
-// ids of, the messages of all of them. A caller that answers one tenant
-// should not pass the ids on.
-func (e *Engine) Lanes(ctx context.Context, route string, limit int) ([]LaneState, error) {
-	if route != "" {
-		if _, ok := e.routes[route]; !ok {
-			return nil, fmt.Errorf("%w %q", ErrUnknownRoute, route)
+// carries many tenants' messages, a chat's lane is named by its chat id).
+// With q.Tenant, only the lanes that hold that tenant's messages are
+// returned, and Queued and InFlight are its messages alone: no tenant
+// learns of another's lanes. Without, Queued counts, and InFlight lists
+// the ids of, every tenant's messages: for an operator.
+func (e *Engine) Lanes(ctx context.Context, q LaneQuery) ([]LaneState, error) {
+	if q.Route != "" {
+		if _, ok := e.routes[q.Route]; !ok {
+			return nil, fmt.Errorf("%w %q", ErrUnknownRoute, q.Route)
 		}
 	}
 	switch {
-	case limit <= 0:
-		limit = DefaultLaneLimit
-	case limit > MaxLaneLimit:
+	case q.Limit <= 0:
+		q.Limit = DefaultLaneLimit
+	case q.Limit > MaxLaneLimit:
 		return nil, Invalid("limit", "want at most %d", MaxLaneLimit)
 	}
-	lanes, err := e.store.Lanes(ctx, route, limit)
+	lanes, err := e.store.Lanes(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -328,33 +328,53 @@ func TestOrderedRouteSendsOneAtATimeInOrder(t *testing.T) {
 	}
 }
 
-// TestDedupReturnsTheDeliveredTwin: on a classc route (dedup_ttl 1h) an
-// update identical to one delivered within the hour is not queued; the
-// earlier message comes back, marked deduplicated.
-func TestDedupReturnsTheDeliveredTwin(t *testing.T) {
+// TestDedupAgainstTheLastCommandSent: on a classc route (dedup_ttl 1h) a
+// command equal to the last one sent to its device is not queued: the
+// earlier message comes back, marked deduplicated. Anything else is sent:
+// RED, GREEN, RED are three sends; RED again an hour after the last RED
+// was sent is a fourth.
+func TestDedupAgainstTheLastCommandSent(t *testing.T) {
 	c := &logCarrier{}
 	p, _ := herald.ProfilePolicy(herald.ProfileClassC)
 	r := newRig(t, []herald.Route{{Name: "displays", Carrier: c, Policy: p}})
 	r.start()
-	req := herald.SendRequest{Route: "displays", Target: "dev-1", Text: "price 42", Params: map[string]string{"f_port": "2"}}
-	first := r.send(req)
-	r.advance(59 * time.Minute)
-	twin, created, err := r.eng.Send(context.Background(), "acme", req)
-	if err != nil || created || twin.ID != first.ID || !twin.Deduplicated || !twin.View().Deduplicated {
-		t.Fatalf("twin within the hour: %+v created %v, %v; want %s back, deduplicated", twin, created, err, first.ID)
+	red := herald.SendRequest{Route: "displays", Target: "dev-1", Text: "RED", Params: map[string]string{"f_port": "2"}}
+	green := red
+	green.Text = "GREEN"
+	send := func(req herald.SendRequest) (*herald.Message, bool) {
+		t.Helper()
+		m, created, err := r.eng.Send(context.Background(), "acme", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !created && (!m.Deduplicated || !m.View().Deduplicated) {
+			t.Fatalf("%s not created, but not marked deduplicated", req.Text)
+		}
+		r.settle()
+		return m, created
 	}
-	other := req
-	other.Params = map[string]string{"f_port": "3"}
-	if _, created, _ := r.eng.Send(context.Background(), "acme", other); !created {
-		t.Errorf("a message with other params was deduplicated")
+	first, _ := send(red)
+	r.advance(59 * time.Minute)
+	if twin, created := send(red); created || twin.ID != first.ID {
+		t.Fatalf("RED, RED: the second created %v (%s), want %s back, deduplicated", created, twin.ID, first.ID)
+	}
+	if _, created := send(green); !created {
+		t.Fatal("RED, GREEN: GREEN deduplicated")
+	}
+	third, created := send(red)
+	if !created {
+		t.Fatal("RED, GREEN, RED: the last RED deduplicated against the first")
+	}
+	r.advance(59 * time.Minute)
+	if twin, created := send(red); created || twin.ID != third.ID {
+		t.Fatalf("RED within the hour of the last RED sent: created %v, want %s back", created, third.ID)
 	}
 	r.advance(2 * time.Minute)
-	if m, created, _ := r.eng.Send(context.Background(), "acme", req); !created || m.Deduplicated {
-		t.Errorf("twin after the hour: created %v deduplicated %v, want a new message", created, m.Deduplicated)
+	if _, created := send(red); !created {
+		t.Fatal("RED over an hour after the last RED sent: deduplicated")
 	}
-	r.settle()
-	if sent := c.texts(); len(sent) != 3 {
-		t.Errorf("sent %v, want 3 sends", sent)
+	if sent := c.texts(); !slices.Equal(sent, []string{"RED", "GREEN", "RED", "RED"}) {
+		t.Errorf("sent %v, want RED, GREEN, RED, RED", sent)
 	}
 }
 

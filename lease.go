@@ -46,7 +46,12 @@ func (e *Engine) Pull(ctx context.Context, tenant, id string, max int, lease tim
 		return nil, err
 	}
 	for _, m := range msgs {
-		e.obs.Transitioned(m.Route, StatusQueued, StatusSentToNS)
+		e.transitioned(m, StatusQueued, StatusSentToNS)
+	}
+	// Leased already: should the events' data not be read, the leases run
+	// out and the deliveries come back.
+	if err := e.fillEventData(ctx, msgs...); err != nil {
+		return nil, err
 	}
 	return msgs, nil
 }

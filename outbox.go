@@ -29,7 +29,12 @@ func (e *Engine) outboxLoop(ctx context.Context) {
 // else when woken through pending or after the poll interval (on the
 // engine's clock); a store error backs off. It returns when ctx ends.
 func (e *Engine) batchLoop(ctx context.Context, name string, work func(context.Context) (int, error), batch int, pending chan struct{}) {
-	poll := e.newAlarm(e.cfg.PollInterval)
+	e.batchLoopEvery(ctx, name, work, batch, pending, e.cfg.PollInterval)
+}
+
+// batchLoopEvery is batchLoop looking every interval.
+func (e *Engine) batchLoopEvery(ctx context.Context, name string, work func(context.Context) (int, error), batch int, pending chan struct{}, interval time.Duration) {
+	poll := e.newAlarm(interval)
 	defer func() { poll.stop() }()
 	failures := 0
 	for {
@@ -53,7 +58,7 @@ func (e *Engine) batchLoop(ctx context.Context, name string, work func(context.C
 			return
 		case <-pending:
 		case <-poll.c:
-			poll = e.newAlarm(e.cfg.PollInterval)
+			poll = e.newAlarm(interval)
 		}
 	}
 }

@@ -132,11 +132,22 @@ type Policy struct {
 	// PollJitter, 0..0.5, adds a random share of each poll's wait, so that
 	// tasks accepted together are not polled together.
 	PollJitter float64
+	// PollConcurrency bounds the polls of the route's tasks that run at
+	// once on a node; 0 means DefaultPollConcurrency. A lane's run no more
+	// than its Admission.Concurrency, when it has one (a DCU's tasks).
+	PollConcurrency int
 	// Admission is the flow control of the route's lanes.
 	Admission Admission
+	// CoalesceByTarget makes a message that names no coalesce key
+	// coalesce by its target: a newer message for a target replaces the
+	// one still waiting for it (QUEUED or TO_RETRY), which ends CANCELLED
+	// "coalesced". A message without a target is left alone.
+	CoalesceByTarget bool
 	// DedupTTL, when positive, turns content-hash dedup on: a message
-	// identical (route, target, payload or text, params) to one of the same
-	// tenant that reached DELIVERY_SUCCESSFUL within DedupTTL is not queued.
+	// whose content (its route, target, payload or text and params; what
+	// reaches the device, for a ContentHasher carrier) equals that of the
+	// last message of the same tenant sent to its target, within DedupTTL
+	// of that send, is not queued (see Store.Create).
 	DedupTTL time.Duration
 }
 
@@ -186,6 +197,9 @@ func (p Policy) Validate() error {
 	if p.PollJitter < 0 || p.PollJitter > 0.5 {
 		return fmt.Errorf("poll jitter %v must be within 0..0.5", p.PollJitter)
 	}
+	if p.PollConcurrency < 0 {
+		return fmt.Errorf("poll concurrency %d is negative", p.PollConcurrency)
+	}
 	if p.Timeouts.Accept <= 0 || p.Timeouts.Carrier <= 0 || p.Timeouts.Device <= 0 {
 		return fmt.Errorf("timeouts must all be > 0 (accept %v, carrier %v, device %v)",
 			p.Timeouts.Accept, p.Timeouts.Carrier, p.Timeouts.Device)
@@ -224,7 +238,7 @@ var Profiles = map[Profile]Policy{
 		// message's age: under 20 s every 10 s, under 50 s every 15 s,
 		// under 90 s every 20 s, then every 30 s; +0–20 % jitter spreads
 		// tasks accepted together. At 48 h (max age, and the carrier
-		// timeout after acceptance) the message fails "timed out waiting
+		// timeout after acceptance) the message fails "Timed out waiting
 		// for remote task completion", without retry.
 		PollDelays: []PollStep{
 			{Age: 0, Delay: 10 * time.Second},
@@ -255,14 +269,20 @@ var Profiles = map[Profile]Policy{
 		Admission:           Admission{Concurrency: 1},
 	},
 	ProfileClassC: {
+		// Retries after 2, 4, 8, 16 and 32 s (capped at 60 s): 6 sends in
+		// all, at 0, 2, 6, 14, 30 and 62 s, then dead-lettered.
 		Retry:               RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Minute},
-		MaxAttempts:         5,
+		MaxAttempts:         6,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
-		// seed 003: 30 per minute per gateway, 100 per minute per tenant,
-		// the same update within an hour sent once.
+		// 30 per minute per gateway, 100 per minute per tenant,
+		// a command equal to the last one sent to its device within an
+		// hour skipped.
 		Admission: Admission{Rate: Rate{N: 30, Per: time.Minute}, TenantRate: Rate{N: 100, Per: time.Minute}},
 		DedupTTL:  time.Hour,
+		// A newer command for a device replaces the one still pending for
+		// it: during a burst each display gets its last state only.
+		CoalesceByTarget: true,
 	},
 	ProfileRoom: {
 		Retry:               RetryPolicy{Kind: RetryExponential, Base: time.Second, Multiplier: 2, Max: time.Hour},

@@ -64,8 +64,8 @@ func TestClassCAndRoomProfiles(t *testing.T) {
 			t.Errorf("classc retry %d = %v, want %v", n+1, got, w)
 		}
 	}
-	if c.MaxAttempts != 5 {
-		t.Errorf("classc attempts = %d, want 5", c.MaxAttempts)
+	if c.MaxAttempts != 6 {
+		t.Errorf("classc attempts = %d, want 6", c.MaxAttempts)
 	}
 	r, _ := ProfilePolicy(ProfileRoom)
 	// T = delay × multiplier^attempt, attempt counted from 0.

@@ -176,7 +176,7 @@ func TestExpiredTaskSaysItTimedOut(t *testing.T) {
 		r.advance(time.Hour)
 	}
 	got := r.get(m.ID)
-	if got.Status != herald.StatusDeliveryFailed || !strings.HasPrefix(got.LastError, "timed out waiting for remote task completion") {
+	if got.Status != herald.StatusDeliveryFailed || !strings.HasPrefix(got.LastError, herald.TaskTimeoutReason+" (") {
 		t.Fatalf("after 48 h: %s, last error %q", got.Status, got.LastError)
 	}
 	if last := got.Timeline[len(got.Timeline)-1]; last.Reason != "expired" || last.From != herald.StatusDeliveredToNS {

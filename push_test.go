@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -274,8 +275,10 @@ func TestPushDeviceTimeoutRetries(t *testing.T) {
 		t.Fatalf("just before the device timeout: %s", s)
 	}
 	r.advance(time.Millisecond)
-	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Timeline[len(got.Timeline)-1].Reason != "device timeout" {
-		t.Fatalf("at the device timeout: %s %q, want TO_RETRY \"device timeout\"", got.Status, got.Timeline[len(got.Timeline)-1].Reason)
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Timeline[len(got.Timeline)-1].Reason != "device timeout" ||
+		!strings.HasPrefix(got.LastError, "Timed out waiting for device response after transmission (") {
+		t.Fatalf("at the device timeout: %s %q (%q), want TO_RETRY \"device timeout\" with the original lifecycle's words", got.Status,
+			got.Timeline[len(got.Timeline)-1].Reason, got.LastError)
 	}
 }
 
@@ -383,8 +386,10 @@ func TestPushCarrierTimeoutExtendsWhileQueuedThenRetries(t *testing.T) {
 	r.net.queued = false
 	r.net.mu.Unlock()
 	r.advance(15 * time.Minute)
-	if s := r.status(m.ID); s != herald.StatusToRetry {
-		t.Fatalf("at the carrier timeout with the item gone: %s, want TO_RETRY", s)
+	// The original lifecycle's words, which alerting rules match.
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry ||
+		!strings.HasPrefix(got.LastError, "Timed out waiting for relay node to transmit message to device (") {
+		t.Fatalf("at the carrier timeout with the item gone: %s %q, want TO_RETRY with the relay node's timeout", got.Status, got.LastError)
 	}
 }
 

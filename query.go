@@ -18,7 +18,7 @@ func (e *Engine) Get(ctx context.Context, tenant, id string) (*Message, error) {
 	if m.Tenant != tenant {
 		return nil, ErrNotFound
 	}
-	return m, nil
+	return m, e.fillEventData(ctx, m)
 }
 
 // List returns tenant's messages matching q, newest first, and the next cursor.
@@ -27,7 +27,11 @@ func (e *Engine) List(ctx context.Context, tenant string, q Query) ([]*Message, 
 		return nil, "", Invalid("cursor", "not a cursor this API gave: pass next_cursor from the previous page as it is")
 	}
 	q.Tenant = tenant
-	return e.store.List(ctx, q)
+	msgs, next, err := e.store.List(ctx, q)
+	if err == nil {
+		err = e.fillEventData(ctx, msgs...)
+	}
+	return msgs, next, err
 }
 
 // Cancel moves tenant's QUEUED or TO_RETRY message to CANCELLED. Any other
@@ -182,8 +186,15 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 				return Explanation{}, err
 			}
 			if first != "" && first != m.ID {
-				x.Reason, x.BlockingIDs = "ordered_behind", []string{first}
+				own, err := e.ownIDs(ctx, tenant, []string{first})
+				if err != nil {
+					return Explanation{}, err
+				}
+				x.Reason, x.BlockingIDs = "ordered_behind", own
 				x.Detail = fmt.Sprintf("route %s sends to %q one message at a time, in order: %s goes first", m.Route, m.Target, first)
+				if len(own) == 0 {
+					x.Detail = fmt.Sprintf("route %s sends to %q one message at a time, in order: an earlier message of another tenant goes first", m.Route, m.Target)
+				}
 				return x, nil
 			}
 		}
@@ -193,6 +204,10 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 				return Explanation{}, err
 			}
 			if explainLane(&x, r.Policy.Admission, lane, m, now) {
+				// A lane is shared: name only the tenant's own messages.
+				if x.BlockingIDs, err = e.ownIDs(ctx, tenant, x.BlockingIDs); err != nil {
+					return Explanation{}, err
+				}
 				return x, nil
 			}
 		}
@@ -222,6 +237,20 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 		x.Detail = fmt.Sprintf("%s: waiting for the carrier until the stage deadline", m.Status)
 	}
 	return x, nil
+}
+
+// ownIDs returns those of ids that are messages of tenant, in order.
+func (e *Engine) ownIDs(ctx context.Context, tenant string, ids []string) ([]string, error) {
+	own := []string{}
+	for _, id := range ids {
+		switch _, err := e.Get(ctx, tenant, id); {
+		case err == nil:
+			own = append(own, id)
+		case !errors.Is(err, ErrNotFound):
+			return nil, err
+		}
+	}
+	return own, nil
 }
 
 // explainLane fills x when m's lane holds it back at now, and reports

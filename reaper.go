@@ -11,12 +11,12 @@ import (
 // reapBatch bounds the overdue messages handled in one store scan.
 const reapBatch = 500
 
-// reapWorkers bounds the overdue messages handled at once. A poll or a
-// queue check is a carrier call, and every message's end is a store write:
-// one at a time, a fleet's tasks due a poll would hold each other, and
-// every deadline behind them, back by a carrier's answer each, and their
-// writes would not share a commit. A scan still waits for its slowest
-// call (at most the route's accept timeout) before the next.
+// reapWorkers bounds the overdue messages handled at once. A queue check
+// is a carrier call, and every message's end is a store write: one at a
+// time, a fleet's deadlines would hold each other back by a carrier's
+// answer each, and their writes would not share a commit. A scan still
+// waits for its slowest call (at most the route's accept timeout) before
+// the next. Polls are not the reaper's (see pollLoop).
 const reapWorkers = 16
 
 // reapLoop runs the reaper every ReapInterval on the engine's clock.
@@ -39,7 +39,7 @@ func (e *Engine) reapLoop(ctx context.Context) {
 }
 
 // reap handles every overdue message once: expired ones fail, stages past
-// their deadline retry or fail, pull tasks due a poll are polled.
+// their deadline retry or fail.
 func (e *Engine) reap(ctx context.Context) error {
 	seen := make(map[string]bool)
 	for {
@@ -88,7 +88,7 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 	if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
 		lastErr := "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)
 		if e.awaitingTask(m) {
-			lastErr = taskTimeoutError + " (" + lastErr + ")"
+			lastErr = TaskTimeoutReason + " (" + lastErr + ")"
 		}
 		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: lease, At: now,
 			Reason: "expired", LastError: lastErr})
@@ -110,15 +110,13 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 			e.record(ctx, m, e.failure(r, m, errors.New(AcceptTimeoutError), "accept timeout"))
 		}
 	case StatusDeliveredToNS:
-		switch {
-		case deadlinePassed:
+		if deadlinePassed {
 			e.carrierTimeout(ctx, r, m)
-		case !m.DueAt.IsZero() && !now.Before(m.DueAt):
-			e.poll(ctx, r, m)
 		}
 	case StatusSentToDevice:
 		if deadlinePassed {
-			e.record(ctx, m, e.failure(r, m, errors.New("device did not confirm within the device timeout"), "device timeout"))
+			cause := fmt.Errorf("%s (no confirmation within the device timeout, %v)", DeviceTimeoutReason, r.Policy.Timeouts.Device)
+			e.record(ctx, m, e.failure(r, m, cause, "device timeout"))
 		}
 	}
 }
@@ -153,9 +151,9 @@ func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 			return
 		}
 	}
-	cause := errors.New("carrier did not finish within the carrier timeout")
+	cause := fmt.Errorf("%s (not transmitted within the carrier timeout, %v)", RelayTimeoutReason, r.Policy.Timeouts.Carrier)
 	if e.awaitingTask(m) {
-		cause = fmt.Errorf("%s (none within %v of its acceptance)", taskTimeoutError, r.Policy.Timeouts.Carrier)
+		cause = fmt.Errorf("%s (none within %v of its acceptance)", TaskTimeoutReason, r.Policy.Timeouts.Carrier)
 	}
 	if !r.Policy.RetryCarrierTimeout {
 		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, At: now,
@@ -165,61 +163,10 @@ func (e *Engine) carrierTimeout(ctx context.Context, r *route, m *Message) {
 	e.record(ctx, m, e.failure(r, m, cause, "carrier timeout"))
 }
 
-// taskTimeoutError is the last error of a pull task given up on: its
-// message expired, or its carrier timeout passed, while the task ran.
-const taskTimeoutError = "timed out waiting for remote task completion"
-
 // awaitingTask reports whether m is a pull carrier's task being polled.
 func (e *Engine) awaitingTask(m *Message) bool {
 	r, ok := e.route(m.Route)
 	return ok && m.Status == StatusDeliveredToNS && r.Carrier.Path() == PathPull
-}
-
-// poll asks a pull carrier how its task is doing, once it has taken the
-// poll (Store.ClaimPoll), so that one node polls a task: the task's DueAt
-// moves twice the accept timeout on (a poll's bound, and its answer's
-// write), when another node may poll it if this one died. A failed task
-// is retried with the carrier's reason, or fails at once when that is
-// permanent; a poll that errs is tried again at the next poll.
-func (e *Engine) poll(ctx context.Context, r *route, m *Message) {
-	p, ok := r.Carrier.(Poller)
-	if !ok {
-		return
-	}
-	hold := e.clock.Now().Add(2 * r.Policy.Timeouts.Accept)
-	switch err := e.store.ClaimPoll(ctx, m.ID, m.Lease, m.DueAt, hold); {
-	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
-		return // another node polls it, or the task moved on
-	case err != nil:
-		e.problem("store_error", "take a poll", "id", m.ID, "err", err)
-		return
-	}
-	pollCtx, cancel := context.WithTimeout(ctx, r.Policy.Timeouts.Accept)
-	pollCtx, end := e.startCall(pollCtx, CallPoll, m)
-	res, result, err := p.Poll(pollCtx, m)
-	cancel()
-	now := e.clock.Now()
-	t := Transition{From: m.Status, Lease: m.Lease, At: now, Deadline: m.Deadline}
-	next := now.Add(r.Policy.NextPoll(false, now.Sub(m.CreatedAt), e.cfg.Random()))
-	switch {
-	case res == PollFailed:
-		if err == nil {
-			err = errors.New("carrier reports the task failed")
-		}
-		e.log.Info("task failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
-		t = e.failure(r, m, err, "task failed")
-	case err != nil:
-		e.problem("carrier_error", "poll task", "id", m.ID, "err", err)
-		t.To, t.DueAt, t.LastError = m.Status, next, err.Error()
-	case res == PollSucceeded:
-		t.To, t.Reason, t.Deadline, t.Result = StatusDeliverySuccessful, "task completed"+describeResult(result), time.Time{}, result
-	default:
-		t.To, t.DueAt = m.Status, next
-	}
-	end(pollCallOutcome(res, err, t), callStatus(m, t), err)
-	if err := e.recordResult(ctx, m, t); err == nil {
-		e.slotFreed(m, t)
-	}
 }
 
 // Drain is the startup drain: it fails the messages of routes that are no

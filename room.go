@@ -232,6 +232,8 @@ const (
 	MaxRoomName = 128
 	// MaxSubscriptions is the most subscriptions a room has at once.
 	MaxSubscriptions = 1000
+	// MaxEventDataBytes is the most bytes of an event's data (its JSON).
+	MaxEventDataBytes = 1_000_000
 	// MaxEventTypes is the most event types a subscription names.
 	MaxEventTypes = 100
 	// MaxDeliveryAttempts is the most redeliveries a policy allows.

@@ -99,6 +99,9 @@ func (e *Engine) CreateSubscription(ctx context.Context, tenant, room string, re
 	if err := checkSubscription(req); err != nil {
 		return nil, err
 	}
+	if err := e.checkPushURL(tenant, room, req); err != nil {
+		return nil, err
+	}
 	subs, err := e.Subscriptions(ctx, tenant, room)
 	if err != nil {
 		return nil, err
@@ -119,6 +122,27 @@ func (e *Engine) CreateSubscription(ctx context.Context, tenant, room string, re
 	}
 	e.rooms.forget(tenant, room)
 	return &s, nil
+}
+
+// checkPushURL asks the carrier of tenant's room's deliveries, when it is a
+// URLChecker, whether it may reach the URL of req, a push subscription.
+func (e *Engine) checkPushURL(tenant, room string, req SubscriptionRequest) error {
+	if req.Type != SubscriptionPush {
+		return nil
+	}
+	r, ok := e.route(RoomRoutePrefix + room)
+	if !ok {
+		return nil
+	}
+	c, ok := r.Carrier.(URLChecker)
+	if !ok {
+		return nil
+	}
+	if err := c.CheckURL(req.URL); err != nil {
+		e.log.Info("push subscription refused", "tenant", tenant, "room", room, "err", err)
+		return Invalid("url", "%v", err)
+	}
+	return nil
 }
 
 // checkSubscription returns an *InvalidError for the first thing wrong

@@ -7,7 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +21,7 @@ import (
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/carrier/room"
 	"github.com/heraldmq/herald/stdwebhook"
+	"github.com/heraldmq/herald/store/sqlite"
 )
 
 // roomRig is a rig whose engine serves rooms: the prefix route of the
@@ -26,10 +31,15 @@ func roomRig(t *testing.T) *rig {
 	return newRigWith(t, func(c *herald.Config) { c.Routes = append(c.Routes, roomRoute(t, c.Store)) }, nil)
 }
 
-// roomRoute is the route of the rooms' deliveries on store.
+// loopback allows the rooms' carrier to reach the tests' endpoints, on
+// this machine's loopback addresses.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// roomRoute is the route of the rooms' deliveries on store, allowed to
+// reach the loopback addresses.
 func roomRoute(t *testing.T, store herald.Store) herald.Route {
 	t.Helper()
-	c, err := room.New(room.Config{Store: store})
+	c, err := room.New(room.Config{Store: store, Allow: loopback})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +215,15 @@ func TestRoomBackoff(t *testing.T) {
 			if g.body.ID != delivery(t, ev, c.sub.ID) || g.body.EventID != ev.ID || g.body.Room != "orders" || g.body.Attempt != i ||
 				string(g.body.Data) != `{"n":1}` || g.body.Type != "order.created" {
 				t.Errorf("%s send %d: %+v", c.sub.ID, i, g.body)
+			}
+			// The headers say the redeliveries so far and the backoff
+			// waited before this one: the gap since the send before.
+			delay := time.Duration(0)
+			if i > 0 {
+				delay = c.want[i] - c.want[i-1]
+			}
+			if a, d := g.header.Get("X-Herald-Attempt"), g.header.Get("X-Herald-Delivery-Delay-Ms"); a != strconv.Itoa(i) || d != strconv.FormatInt(delay.Milliseconds(), 10) {
+				t.Errorf("%s send %d: X-Herald-Attempt %q, X-Herald-Delivery-Delay-Ms %q; want %d and %d", c.sub.ID, i, a, d, i, delay.Milliseconds())
 			}
 			signed := stdwebhook.Verify([]byte("secret-key-of-24-bytes-at-least"), g.header, g.raw, time.Now(), time.Hour) == nil
 			if signed != (c.sub == double) {
@@ -645,4 +664,101 @@ func ids(msgs []*herald.Message) []string {
 		out[i] = m.ID
 	}
 	return out
+}
+
+// TestRoomFanOutOfALargeEventIsBounded publishes a 1 MB event to a room of
+// 1,000 subscriptions while another tenant sends: the event's data is
+// stored once, so the database and its WAL grow by no more than twice the
+// event plus 1 KB a delivery (the deliveries hold no copy of it), and the
+// other tenant's sends answer within a second throughout.
+func TestRoomFanOutOfALargeEventIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 subscriptions and a 1 MB event")
+	}
+	const subs, perDelivery = 1000, 1024
+	path := filepath.Join(t.TempDir(), "herald.db")
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	r := newRigWith(t, func(c *herald.Config) {
+		c.Store = st
+		c.Routes = append(c.Routes, roomRoute(t, st))
+	}, []herald.Route{{Name: "chat", Carrier: &scripted{}, Policy: p}})
+	r.start()
+	r.createRoom(herald.RoomRequest{Name: "big"})
+	var first *herald.Subscription
+	for i := range subs {
+		s := r.subscribe("big", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+		if i == 0 {
+			first = s
+		}
+	}
+	size := func() int64 {
+		var n int64
+		for _, f := range []string{path, path + "-wal"} {
+			if fi, err := os.Stat(f); err == nil {
+				n += fi.Size()
+			}
+		}
+		return n
+	}
+	before := size()
+	data := json.RawMessage(`"` + strings.Repeat("x", 1_000_000-2) + `"`)
+	published := make(chan error, 1)
+	go func() {
+		_, err := r.eng.Publish(context.Background(), "acme", "big", herald.PublishRequest{Type: "big.event", Data: data})
+		published <- err
+	}()
+	slowest, sends := time.Duration(0), 0
+	for done := false; !done; {
+		select {
+		case err := <-published:
+			if err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			done = true
+		default:
+		}
+		began := time.Now()
+		if _, _, err := r.eng.Send(context.Background(), "globex", herald.SendRequest{Route: "chat", Target: "1", Text: "meanwhile"}); err != nil {
+			t.Fatal(err)
+		}
+		slowest, sends = max(slowest, time.Since(began)), sends+1
+	}
+	grown := size() - before
+	t.Logf("the database and its WAL grew by %d bytes for a %d-byte event to %d subscriptions (%d a delivery beyond the event); %d sends meanwhile, the slowest %v",
+		grown, len(data), subs, (grown-int64(len(data)))/subs, sends, slowest)
+	if limit := int64(2*len(data) + subs*perDelivery); grown > limit {
+		t.Errorf("the store grew by %d bytes, want at most %d: twice the event and %d bytes a delivery", grown, limit, perDelivery)
+	}
+	if slowest > time.Second {
+		t.Errorf("another tenant's send took %v during the publish, want under a second", slowest)
+	}
+	got := r.pull(first.ID, 1, time.Minute) // a delivery carries the whole event all the same
+	if len(got) != 1 || got[0].DeliveryView().Data == nil || len(got[0].DeliveryView().Data) != len(data) {
+		t.Fatalf("pulled %d deliveries, the first's data %d bytes; want one with the event's %d", len(got), len(got[0].DeliveryView().Data), len(data))
+	}
+}
+
+// TestRoomEventDataLimit: an event's data may be 1,000,000 bytes, not one
+// more (400 naming data, nothing published).
+func TestRoomEventDataLimit(t *testing.T) {
+	r := roomRig(t)
+	r.createRoom(herald.RoomRequest{Name: "r"})
+	r.subscribe("r", herald.SubscriptionRequest{Type: herald.SubscriptionPull})
+	fits := json.RawMessage(`"` + strings.Repeat("x", herald.MaxEventDataBytes-2) + `"`)
+	if _, err := r.eng.Publish(context.Background(), "acme", "r", herald.PublishRequest{Type: "t", Data: fits}); err != nil {
+		t.Fatalf("publish of %d bytes: %v", len(fits), err)
+	}
+	over := json.RawMessage(`"` + strings.Repeat("x", herald.MaxEventDataBytes-1) + `"`)
+	var invalid *herald.InvalidError
+	if _, err := r.eng.Publish(context.Background(), "acme", "r", herald.PublishRequest{Type: "t", Data: over}); !errors.As(err, &invalid) || invalid.Field != "data" {
+		t.Fatalf("publish of %d bytes: %v, want an invalid data", len(over), err)
+	}
+	if n := r.countStatus(herald.StatusQueued); n != 1 {
+		t.Errorf("%d deliveries QUEUED, want the one of the event that fits", n)
+	}
 }

@@ -72,11 +72,17 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if m.Lane == "" {
 		m.Lane = r.Lane
 	}
+	if lr, ok := r.Carrier.(LaneRequirer); ok && m.Lane == "" {
+		return nil, false, Invalid("lane", "is required on route %q, which has no default lane: %s", r.Name, lr.RequiredLane())
+	}
 	if l, ok := r.Carrier.(Laner); ok && m.Lane == "" {
 		m.Lane = l.Lane(m)
 	}
 	if m.Lane == "" {
 		m.Lane = r.Name
+	}
+	if m.CoalesceKey == "" && m.Target != "" && r.Policy.CoalesceByTarget {
+		m.CoalesceKey = targetCoalesceKey(m.Target)
 	}
 	if m.ExpiresAt.IsZero() && r.Policy.MaxAge > 0 {
 		m.ExpiresAt = now.Add(r.Policy.MaxAge)
@@ -92,6 +98,9 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	opt := CreateOptions{CoalesceNotify: e.notifyFor(StatusCancelled), Coalesced: &coalesced}
 	if ttl := r.Policy.DedupTTL; ttl > 0 {
 		m.DedupKey, opt.DedupSince = contentHash(m), now.Add(-ttl)
+		if ch, ok := r.Carrier.(ContentHasher); ok {
+			m.DedupKey = ch.ContentHash(m)
+		}
 	}
 	e.traceSend(ctx, m)
 	if e.waiting.Load() {
@@ -105,22 +114,28 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	}
 	switch {
 	case created:
-		e.obs.Transitioned(m.Route, "", StatusQueued)
+		e.transitioned(m, "", StatusQueued)
 		for range coalesced {
 			e.obs.Problem(problemCoalesced)
 		}
+		e.tallies.coalescedMessages(tenant, coalesced)
 		e.nudge(e.wake)
 	case m.IdempotencyKey == "" || stored.IdempotencyKey != m.IdempotencyKey:
 		stored.Deduplicated = true
 		e.obs.Problem(problemDeduplicated)
+		e.tallies.deduplicatedSend(tenant)
 	}
 	e.traceSent(ctx, stored, created)
 	return stored, created, nil
 }
 
-// The Problem kinds that Stats counts: a send answered with an earlier
-// delivered twin, and a waiting message cancelled by a newer one with its
-// coalesce key.
+// targetCoalesceKey is the coalesce key of a message of target on a route
+// that coalesces by target (Policy.CoalesceByTarget) and that names none.
+func targetCoalesceKey(target string) string { return "target:" + target }
+
+// The Problem kinds of a send answered with an earlier delivered twin,
+// and of a waiting message cancelled by a newer one with its coalesce
+// key, which Stats counts too.
 const (
 	problemDeduplicated = "deduplicated"
 	problemCoalesced    = "coalesced"

@@ -4,17 +4,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/heraldmq/herald/clock"
 )
 
 // Stats summarises a tenant's messages. The counts by status and route,
-// the oldest waiting and the success rate are the tenant's, read from the
-// store; the latencies and the Counters are the whole engine's (every
-// tenant), kept in memory by this process since it started.
+// the oldest waiting and the success rate are read from the store; the
+// latencies and the Counters are kept in memory by this process since it
+// started. All of them are the tenant's own, or every tenant's for the
+// empty tenant.
 type Stats struct {
 	ByStatus map[Status]int            `json:"by_status"`
 	ByRoute  map[string]map[Status]int `json:"by_route"`
@@ -30,9 +29,9 @@ type Stats struct {
 }
 
 // Counters count what the engine did since it started: in memory, like
-// the latency window, so a restart sets them to zero; of every tenant and
-// route; and of this process only (each node sharing a store counts its
-// own).
+// the latency window, so a restart sets them to zero; of one tenant (or
+// every tenant) and every route; and of this process only (each node
+// sharing a store counts its own).
 type Counters struct {
 	// Enqueued counts the messages Send created (not a replay, not an
 	// idempotent repeat, not a duplicate).
@@ -87,64 +86,11 @@ func (e *Engine) Stats(ctx context.Context, tenant string) (Stats, error) {
 	}
 	s.DeadLetters = failed
 	s.Waiting = s.ByStatus[StatusQueued] + s.ByStatus[StatusToRetry]
-	p50, p99 := e.latencies.percentiles()
+	t := e.tallies.read(tenant)
+	p50, p99 := t.latencies.percentiles()
 	s.LatencyP50MS, s.LatencyP99MS = float64(p50)/float64(time.Millisecond), float64(p99)/float64(time.Millisecond)
-	if c, ok := e.obs.(*countingObserver); ok {
-		s.Counters = c.counters()
-	}
+	s.Counters = t.counters()
 	return s, nil
-}
-
-// countingObserver keeps the engine's Counters and its Activity (see
-// activity.go) from what the engine tells its Observer, and passes
-// everything on to the configured one.
-type countingObserver struct {
-	Observer
-	enqueued, succeeded, retried, deadLettered, deduplicated, coalesced atomic.Int64
-	activity                                                            activityLog
-}
-
-func newCountingObserver(o Observer, clk clock.Clock) *countingObserver {
-	c := &countingObserver{Observer: o}
-	c.activity.clock = clk
-	return c
-}
-
-// Transitioned counts a creation (from "" to QUEUED), a success, a retry
-// and a dead letter.
-func (c *countingObserver) Transitioned(route string, from, to Status) {
-	switch {
-	case from == "" && to == StatusQueued:
-		c.enqueued.Add(1)
-	case to == StatusDeliverySuccessful:
-		c.succeeded.Add(1)
-	case to == StatusToRetry:
-		c.retried.Add(1)
-	case to == StatusDeliveryFailed:
-		c.deadLettered.Add(1)
-	}
-	c.activity.transitioned(to)
-	c.Observer.Transitioned(route, from, to)
-}
-
-// Problem counts a deduplicated send and a coalesced message (Send
-// reports them as problems of kind problemDeduplicated and
-// problemCoalesced).
-func (c *countingObserver) Problem(kind string) {
-	switch kind {
-	case problemDeduplicated:
-		c.deduplicated.Add(1)
-	case problemCoalesced:
-		c.coalesced.Add(1)
-	}
-	c.Observer.Problem(kind)
-}
-
-func (c *countingObserver) counters() Counters {
-	return Counters{
-		Enqueued: c.enqueued.Load(), Succeeded: c.succeeded.Load(), Retried: c.retried.Load(),
-		DeadLettered: c.deadLettered.Load(), Deduplicated: c.deduplicated.Load(), Coalesced: c.coalesced.Load(),
-	}
 }
 
 // HealthThresholds are the warning and critical levels of Health.
@@ -167,7 +113,10 @@ const minHealthSample = 20
 
 // Health is the queue's state against the thresholds.
 type Health struct {
-	Status   string   `json:"status"` // healthy, warning or critical
+	Status string `json:"status"` // healthy, warning or critical
+	// Message is a sentence a person reads: "Healthy", or what is wrong
+	// and where to look.
+	Message  string   `json:"message"`
 	Warnings []string `json:"warnings"`
 	Stats
 }
@@ -180,27 +129,60 @@ func (e *Engine) Health(ctx context.Context, tenant string) (Health, error) {
 	}
 	th := e.cfg.Health
 	h := Health{Status: "healthy", Warnings: []string{}, Stats: s}
-	level := func(critical bool, what string) {
+	var sentences []string
+	level := func(critical bool, what, sentence string) {
 		if critical {
 			h.Status = "critical"
 		} else if h.Status == "healthy" {
 			h.Status = "warning"
 		}
 		h.Warnings = append(h.Warnings, what)
+		sentences = append(sentences, sentence)
 	}
 	if why := e.storeFull(); why != "" {
-		level(true, "the store refuses writes for want of room: "+why)
+		level(true, "the store refuses writes for want of room: "+why,
+			"The store refuses writes for want of room ("+why+"): free disk space (SQLite) or memory (Redis); nothing new is stored until then.")
 	}
 	if s.Waiting >= th.QueueDepthWarning {
-		level(s.Waiting >= th.QueueDepthCritical, fmt.Sprintf("queue depth %d", s.Waiting))
+		critical := s.Waiting >= th.QueueDepthCritical
+		level(critical, fmt.Sprintf("queue depth %d", s.Waiting), fmt.Sprintf(
+			"%d messages are waiting to be sent (%s at %d): check that the routes' carriers answer and that no lane is paused or held by its limits.",
+			s.Waiting, severity(critical), threshold(critical, th.QueueDepthWarning, th.QueueDepthCritical)))
 	}
 	if s.DeadLetters >= th.DeadLettersWarning {
-		level(s.DeadLetters >= th.DeadLettersCritical, fmt.Sprintf("dead letters %d", s.DeadLetters))
+		critical := s.DeadLetters >= th.DeadLettersCritical
+		level(critical, fmt.Sprintf("dead letters %d", s.DeadLetters), fmt.Sprintf(
+			"%d messages failed for good (%s at %d): read their last errors in the dead letters, mend the cause (a network server, a device, a payload), then replay them.",
+			s.DeadLetters, severity(critical), threshold(critical, th.DeadLettersWarning, th.DeadLettersCritical)))
 	}
 	if ok, failed := s.ByStatus[StatusDeliverySuccessful], s.ByStatus[StatusDeliveryFailed]; ok+failed >= minHealthSample && s.SuccessRate < th.SuccessRateWarning {
-		level(s.SuccessRate < th.SuccessRateCritical, fmt.Sprintf("success rate %.1f%%", s.SuccessRate*100))
+		critical := s.SuccessRate < th.SuccessRateCritical
+		level(critical, fmt.Sprintf("success rate %.1f%%", s.SuccessRate*100), fmt.Sprintf(
+			"Only %.1f%% of the messages that ended were delivered (%s below %.0f%%): check the carriers' network connectivity.",
+			s.SuccessRate*100, severity(critical), 100*threshold(critical, th.SuccessRateWarning, th.SuccessRateCritical)))
+	}
+	h.Message = "Healthy"
+	if len(sentences) > 0 {
+		h.Message = strings.Join(sentences, " ")
 	}
 	return h, nil
+}
+
+// severity names a threshold passed: critical or warning.
+func severity(critical bool) string {
+	if critical {
+		return "critical"
+	}
+	return "warning"
+}
+
+// threshold returns the threshold passed: critical's when critical, else
+// warning's.
+func threshold[T any](critical bool, warning, criticalAt T) T {
+	if critical {
+		return criticalAt
+	}
+	return warning
 }
 
 // latencyWindow keeps the most recent delivery latencies for percentiles.

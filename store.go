@@ -16,10 +16,14 @@ type Store interface {
 	// created = false. When m.CoalesceKey is set, every message of the same
 	// tenant, route and key that is still QUEUED or TO_RETRY moves to
 	// CANCELLED with reason "coalesced", in the same transaction. When
-	// m.DedupKey and opt.DedupSince are set and a message of the same
-	// tenant, route and DedupKey reached DELIVERY_SUCCESSFUL at or after
-	// DedupSince (its UpdatedAt), Create stores nothing and returns the
-	// latest such message with created = false.
+	// m.DedupKey and opt.DedupSince are set, and the last message sent to
+	// m's target (of the same tenant and route) has m.DedupKey, was sent
+	// at or after DedupSince, is also the last message with a DedupKey
+	// created for that target and has not ended DELIVERY_FAILED or
+	// CANCELLED, Create stores nothing and returns that message with
+	// created = false. A message with a DedupKey is sent when a transition
+	// moves it from SENT_TO_NS to DELIVERED_TO_NS or DELIVERY_SUCCESSFUL:
+	// its network accepted it.
 	Create(ctx context.Context, m *Message, opt CreateOptions) (stored *Message, created bool, err error)
 
 	// Get returns the message with its timeline, or ErrNotFound.
@@ -92,9 +96,11 @@ type Store interface {
 	// the one every later message of the target waits behind.
 	FirstActive(ctx context.Context, route, target string) (string, error)
 
-	// Lanes returns up to limit lanes of gated routes (of route only, when
-	// it is not empty), busiest first: by queued plus in flight.
-	Lanes(ctx context.Context, route string, limit int) ([]LaneState, error)
+	// Lanes returns up to q.Limit lanes of gated routes (of q.Route only,
+	// when it is not empty), busiest first: by queued plus in flight. With
+	// q.Tenant, only the lanes that hold messages of that tenant, queued
+	// or in flight, whose Queued and InFlight are that tenant's alone.
+	Lanes(ctx context.Context, q LaneQuery) ([]LaneState, error)
 
 	// Release moves up to limit TO_RETRY messages whose DueAt <= now back to
 	// QUEUED and returns how many moved.
@@ -117,9 +123,12 @@ type Store interface {
 	ClaimPoll(ctx context.Context, id string, lease int64, due, until time.Time) error
 
 	// Overdue returns up to limit active messages that need the reaper: in
-	// flight past their Deadline, past their ExpiresAt, or DELIVERED_TO_NS
-	// with a DueAt (a poll) <= now.
+	// flight past their Deadline, or past their ExpiresAt.
 	Overdue(ctx context.Context, now time.Time, limit int) ([]*Message, error)
+
+	// DuePolls returns up to limit DELIVERED_TO_NS messages whose poll is
+	// due (a DueAt, <= now), earliest due first.
+	DuePolls(ctx context.Context, now time.Time, limit int) ([]*Message, error)
 
 	// FindByExternalID returns the active message of route whose carrier id is
 	// externalID, or ErrNotFound.
@@ -135,7 +144,9 @@ type Store interface {
 	Purge(ctx context.Context, q PurgeQuery) (int, error)
 
 	// Prune deletes up to limit terminal messages last updated before
-	// before, up to limit room events published before before, and up to
+	// before, up to limit room events published before before none of
+	// whose deliveries is active (a delivery reads its event's data when
+	// it is sent), and up to
 	// limit ids of settled inbox events received before before (see
 	// SettleInbound), and returns how many of the three. It may also
 	// forget the state of lanes without messages whose spacing, pause and
@@ -150,6 +161,19 @@ type Store interface {
 	// SettleEvent records what happened to a claimed event: delivered (it is
 	// deleted), to be retried at r.RetryAt, or dead.
 	SettleEvent(ctx context.Context, r EventResult) error
+
+	// DeadEvents returns up to q.Limit dead outbox events that match q,
+	// newest first (by At, then by id), each with its Attempt and
+	// LastError, and where the next page starts: zero when no event that
+	// matches q is left. It may return fewer than q.Limit and a next page,
+	// when it looked through many dead events that do not match.
+	DeadEvents(ctx context.Context, q EventQuery) ([]Event, EventCursor, error)
+
+	// ReplayEvents makes the dead outbox events ids, those about tenant's
+	// messages only when tenant is not empty, live again: due at now,
+	// with no delivery tried. It returns how many; an id that names no
+	// such event is skipped.
+	ReplayEvents(ctx context.Context, tenant string, ids []string, now time.Time) (int, error)
 
 	// AddInbound stores ev, an event a push carrier sent back, in the
 	// inbox: durable on return, due at ev.DueAt. An event whose id the
@@ -241,7 +265,7 @@ type CreateOptions struct {
 	// one cancels by coalescing.
 	CoalesceNotify []string
 	// DedupSince is the start of the dedup window of a message with a
-	// DedupKey.
+	// DedupKey: a message sent to its target before it does not count.
 	DedupSince time.Time
 	// Coalesced, when not nil, is set to the number of messages that the
 	// create cancelled by coalescing, once it stored the new one.
@@ -344,6 +368,17 @@ type Query struct {
 	Cursor       string // from the previous page
 }
 
+// LaneQuery selects the lanes of Store.Lanes and Engine.Lanes.
+type LaneQuery struct {
+	// Route is the gated route whose lanes are wanted; "" for every one.
+	Route string
+	// Tenant, when not empty, keeps the lanes that hold messages of this
+	// tenant, and counts its messages only.
+	Tenant string
+	// Limit bounds the lanes returned.
+	Limit int
+}
+
 // PurgeQuery selects dead letters for Store.Purge.
 type PurgeQuery struct {
 	Tenant string
@@ -373,7 +408,38 @@ type Event struct {
 	// Data is the body of an event about no message (MessageID is empty:
 	// an uplink), delivered as it is.
 	Data []byte
+	// LastError is why its last delivery failed (DeadEvents).
+	LastError string
 }
+
+// EventQuery selects dead outbox events (Store.DeadEvents). Empty fields
+// match everything.
+type EventQuery struct {
+	// Tenant, when not empty, matches the events about that tenant's
+	// messages only; empty matches every event, those about no message
+	// (lane events, uplinks) included.
+	Tenant     string
+	Subscriber string
+	// Since and Until bound the event's At (inclusive, exclusive) when
+	// non-zero.
+	Since, Until time.Time
+	// IDs, when not nil, matches these events only.
+	IDs []string
+	// Limit bounds a page of DeadEvents.
+	Limit int
+	// After, when not zero, starts the page after this event: older.
+	After EventCursor
+}
+
+// EventCursor is where a page of dead events starts: after the event of
+// ID at At, in the order newest first.
+type EventCursor struct {
+	At time.Time
+	ID string
+}
+
+// IsZero reports whether c is no cursor: from the newest.
+func (c EventCursor) IsZero() bool { return c.ID == "" }
 
 // EventResult settles a claimed Event.
 type EventResult struct {

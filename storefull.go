@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,7 @@ const fullFor = 15 * time.Second
 // until a write succeeds (or fullFor passes without another refusal): the
 // engine is then not Ready and its Health is critical.
 type fullWatch struct {
+	full   atomic.Bool // reason is set: read without the lock by every write that succeeds
 	mu     sync.Mutex
 	reason string    // the last refusal's error; "" when not full
 	at     time.Time // the last refusal
@@ -36,14 +38,16 @@ func (e *Engine) noteWrite(err error) {
 		w.mu.Lock()
 		first := w.reason == ""
 		w.reason, w.at = err.Error(), e.clock.Now()
+		w.full.Store(true)
 		w.mu.Unlock()
 		if first {
 			e.problem("store_full", "the store refuses writes for want of room (a full disk, or Redis out of memory): answering 503 until a write succeeds", "err", err)
 		}
-	case err == nil:
+	case err == nil && w.full.Load(): // a success clears a full store; the others pass by
 		w.mu.Lock()
 		was := w.reason != ""
 		w.reason = ""
+		w.full.Store(false)
 		w.mu.Unlock()
 		if was {
 			e.log.Info("the store takes writes again")
@@ -58,6 +62,7 @@ func (e *Engine) storeFull() string {
 	defer w.mu.Unlock()
 	if w.reason != "" && e.clock.Now().Sub(w.at) > fullFor {
 		w.reason = ""
+		w.full.Store(false)
 	}
 	return w.reason
 }

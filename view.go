@@ -113,21 +113,34 @@ type EventSink interface {
 type Subscriber struct {
 	Name  string
 	Types []Status // defaults to DefaultEventTypes
+	// Retry spaces the deliveries of one event; zero means
+	// DefaultSubscriberRetry.
 	Retry RetryPolicy
-	// MaxAttempts bounds deliveries of one event; after the last it is dead.
+	// MaxAttempts bounds deliveries of one event; after the last it is
+	// dead. Zero means DefaultSubscriberAttempts.
 	MaxAttempts int
 	Sink        EventSink
 }
 
+// The outcome events' deliveries, unless a subscriber says otherwise: as
+// the original device-messaging system's receivers expect them, 6 in all,
+// the retries after 2, 4, 8, 16 and 32 s (capped at 60 s), no jitter.
+var DefaultSubscriberRetry = RetryPolicy{Kind: RetryExponential, Base: 2 * time.Second, Multiplier: 2, Max: time.Minute}
+
+// DefaultSubscriberAttempts is the deliveries of one outcome event a
+// subscriber gets unless it says otherwise.
+const DefaultSubscriberAttempts = 6
+
 // LaneView is the JSON shape of a lane that users read (GET /v1/lanes). A
 // lane is shared by every tenant whose messages take it, so it shows
-// counts only: in_flight is a number, never the ids, which may be other
-// tenants' messages.
+// counts only: in_flight is a number, never the ids. A tenant is shown
+// only the lanes that hold its messages, counting those alone.
 type LaneView struct {
 	Route  string `json:"route"`
 	Lane   string `json:"lane"`
 	Queued int    `json:"queued"`
-	// InFlight counts the lane's messages in flight, of every tenant.
+	// InFlight counts the lane's messages in flight: the tenant's, or every
+	// tenant's for an operator.
 	InFlight int `json:"in_flight"`
 	// PausedUntil and PauseReason say until when and why the lane is
 	// paused (backpressure, circuit_open, ...); null and "" when it is not.

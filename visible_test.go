@@ -72,10 +72,11 @@ func (o *throttles) Throttled(route, reason string, lanePaused bool) {
 	o.calls = append(o.calls, route+" "+reason+paused)
 }
 
-// TestStatsCountWhatTheEngineDid: /v1/stats's counters count, for every
-// tenant, the messages created, delivered, retried, dead-lettered,
-// deduplicated and coalesced since the engine started; an idempotent
-// repeat counts as nothing.
+// TestStatsCountWhatTheEngineDid: /v1/stats's counters count, for each
+// tenant, the tenant's messages created, delivered, retried,
+// dead-lettered, deduplicated and coalesced since the engine started, and
+// for the empty tenant (an operator) everyone's; an idempotent repeat
+// counts as nothing.
 func TestStatsCountWhatTheEngineDid(t *testing.T) {
 	c := &byTarget{}
 	p, err := herald.ProfilePolicy(herald.ProfileChannel)
@@ -107,19 +108,24 @@ func TestStatsCountWhatTheEngineDid(t *testing.T) {
 	}
 	r.advance(5 * time.Second) // flaky delivered
 
-	want := herald.Counters{Enqueued: 6, Succeeded: 4, Retried: 1, DeadLettered: 1, Deduplicated: 1, Coalesced: 1}
-	for _, tenant := range []string{"acme", "other"} {
+	want := map[string]herald.Counters{
+		"acme":   {Enqueued: 5, Succeeded: 3, Retried: 1, DeadLettered: 1, Coalesced: 1},
+		"other":  {Enqueued: 1, Succeeded: 1, Deduplicated: 1},
+		"":       {Enqueued: 6, Succeeded: 4, Retried: 1, DeadLettered: 1, Deduplicated: 1, Coalesced: 1},
+		"nobody": {},
+	}
+	for tenant, want := range want {
 		s, err := r.eng.Stats(ctx, tenant)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.Counters != want {
-			t.Errorf("counters seen by %s = %+v, want %+v", tenant, s.Counters, want)
+			t.Errorf("counters seen by %q = %+v, want %+v", tenant, s.Counters, want)
 		}
 	}
 	h, err := r.eng.Health(ctx, "acme")
-	if err != nil || h.Counters != want {
-		t.Errorf("health's counters = %+v, %v; want %+v", h.Counters, err, want)
+	if err != nil || h.Counters != want["acme"] {
+		t.Errorf("health's counters = %+v, %v; want %+v", h.Counters, err, want["acme"])
 	}
 }
 
@@ -176,7 +182,7 @@ func TestEngineLanes(t *testing.T) {
 		r.send(herald.SendRequest{Route: "gw", Lane: "b", Target: "ok", Text: "b"})
 	}
 	r.send(herald.SendRequest{Route: "gw", Lane: "a", Target: "ok", Text: "a2"})
-	lanes, err := r.eng.Lanes(ctx, "", 0)
+	lanes, err := r.eng.Lanes(ctx, herald.LaneQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,14 +191,14 @@ func TestEngineLanes(t *testing.T) {
 	}
 	r.start()
 	r.settle() // a1 is throttled: lane a pauses a minute; one of b goes (and stays in flight)
-	lanes, err = r.eng.Lanes(ctx, "gw", 1)
+	lanes, err = r.eng.Lanes(ctx, herald.LaneQuery{Route: "gw", Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(lanes) != 1 || lanes[0].Lane != "b" || lanes[0].Queued != 2 || len(lanes[0].InFlight) != 1 {
 		t.Fatalf("top lane of gw = %+v, want b alone, 2 queued and 1 in flight", lanes)
 	}
-	lanes, err = r.eng.Lanes(ctx, "gw", 10)
+	lanes, err = r.eng.Lanes(ctx, herald.LaneQuery{Route: "gw", Limit: 10})
 	if err != nil || len(lanes) != 2 {
 		t.Fatalf("lanes of gw = %+v, %v", lanes, err)
 	}
@@ -202,16 +208,16 @@ func TestEngineLanes(t *testing.T) {
 	}
 	r.stop() // the loops would retry a1 at once, and the lane would pause again
 	r.clock.Advance(time.Minute)
-	lanes, err = r.eng.Lanes(ctx, "gw", 10)
+	lanes, err = r.eng.Lanes(ctx, herald.LaneQuery{Route: "gw", Limit: 10})
 	if err != nil || len(lanes) != 2 || !lanes[1].PausedUntil.IsZero() || lanes[1].PauseReason != "" {
 		t.Errorf("lane a after its pause = %+v, %v; want no pause shown", lanes, err)
 	}
 
-	if _, err := r.eng.Lanes(ctx, "nope", 10); !errors.Is(err, herald.ErrUnknownRoute) {
+	if _, err := r.eng.Lanes(ctx, herald.LaneQuery{Route: "nope", Limit: 10}); !errors.Is(err, herald.ErrUnknownRoute) {
 		t.Errorf("lanes of an unknown route: %v, want ErrUnknownRoute", err)
 	}
 	var invalid *herald.InvalidError
-	if _, err := r.eng.Lanes(ctx, "", herald.MaxLaneLimit+1); !errors.As(err, &invalid) || invalid.Field != "limit" {
+	if _, err := r.eng.Lanes(ctx, herald.LaneQuery{Limit: herald.MaxLaneLimit + 1}); !errors.As(err, &invalid) || invalid.Field != "limit" {
 		t.Errorf("limit above the maximum: %v, want an invalid limit", err)
 	}
 }

@@ -481,6 +481,17 @@ func TestErrorsCarryTheCode(t *testing.T) {
 	_, err = other.Cancel(ctx, m.ID)
 	wantAPIError(t, err, http.StatusNotFound, client.CodeNotFound)
 
+	// A read-only key reads, and changes nothing.
+	reader := newClient(t, s.URL, keyReader)
+	if _, err := reader.Get(ctx, m.ID); err != nil {
+		t.Errorf("a read-only key's Get: %v", err)
+	}
+	_, err = reader.Cancel(ctx, m.ID)
+	wantAPIError(t, err, http.StatusForbidden, client.CodeForbidden)
+	if !client.IsForbidden(err) || client.IsUnauthorized(err) {
+		t.Errorf("a read-only key's Cancel: IsForbidden %v, IsUnauthorized %v", client.IsForbidden(err), client.IsUnauthorized(err))
+	}
+
 	// A wrong key and no key.
 	for _, key := range []string{"wrong", ""} {
 		_, err = newClient(t, s.URL, key).Get(ctx, m.ID)
@@ -518,7 +529,7 @@ func TestMonitoring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Status != "healthy" || h.DeadLetters != 1 || h.Warnings == nil {
+	if h.Status != "healthy" || h.Message != "Healthy" || h.DeadLetters != 1 || h.Warnings == nil {
 		t.Errorf("health: %+v", h)
 	}
 	act, err := c.Activity(ctx)
@@ -586,4 +597,33 @@ func TestWaitForStopsWithTheContext(t *testing.T) {
 	// An error reading the message ends the wait at once.
 	_, err = c.WaitFor(testCtx(t), "no-such-id", nil)
 	wantAPIError(t, err, http.StatusNotFound, client.CodeNotFound)
+}
+
+func TestDeadOutcomeEvents(t *testing.T) {
+	s := newServer(t, nil)
+	c := newClient(t, s.URL, keyAcme)
+	ctx := testCtx(t)
+	m := send(t, c, client.SendRequest{Route: routeHooks, Text: "x"})
+	waitFor(t, c, m.ID, herald.StatusDeliverySuccessful)
+	var page client.DeadEventPage
+	for len(page.Events) == 0 {
+		var err error
+		if page, err = c.DeadEvents(ctx, client.DeadEventFilter{Subscriber: "gone", Limit: 10}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e := page.Events[0]
+	if e.MessageID != m.ID || e.Subscriber != "gone" || e.Type != herald.StatusDeliverySuccessful || e.Attempts != 1 || e.LastError == "" {
+		t.Errorf("dead event %+v", e)
+	}
+	if other, err := newClient(t, s.URL, keyOther).DeadEvents(ctx, client.DeadEventFilter{}); err != nil || len(other.Events) != 0 {
+		t.Errorf("another tenant's dead events: %+v, %v; want none", other, err)
+	}
+	n, err := c.ReplayEvents(ctx, client.EventReplay{IDs: []string{e.ID}})
+	if err != nil || n != 1 {
+		t.Errorf("replay: %d, %v; want 1", n, err)
+	}
+	_, err = c.ReplayEvents(ctx, client.EventReplay{IDs: []string{e.ID}, Subscriber: "gone"})
+	wantAPIError(t, err, http.StatusBadRequest, client.CodeInvalidField)
 }

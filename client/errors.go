@@ -26,7 +26,9 @@ const (
 	CodeUnknownRoute = "unknown_route"
 	// CodeUnauthorized: no API key, or one the server does not know (401).
 	CodeUnauthorized = "unauthorized"
-	// CodeForbidden: a browser session may not do this (403).
+	// CodeForbidden: the key may not do this: a read-only key (role read)
+	// changes nothing; nor does a browser session without its CSRF token or
+	// from another origin (403).
 	CodeForbidden = "forbidden"
 	// CodeNotFound: no such message, room, subscription or event (of this
 	// tenant), or no such endpoint (404).
@@ -130,6 +132,10 @@ func IsInvalid(err error) bool { return hasStatus(err, http.StatusBadRequest) }
 // not allow the change (not_cancellable, not_replayable), the room exists
 // (room_exists), the subscription is not a pull one (not_pull).
 func IsConflict(err error) bool { return hasStatus(err, http.StatusConflict) }
+
+// IsForbidden reports whether err is a 403 answer: the key may not do
+// this (a read-only key changes nothing).
+func IsForbidden(err error) bool { return hasStatus(err, http.StatusForbidden) }
 
 // IsUnauthorized reports whether err is a 401 answer: no key, or an unknown one.
 func IsUnauthorized(err error) bool { return hasStatus(err, http.StatusUnauthorized) }

@@ -11,8 +11,8 @@ import (
 )
 
 // Stats returns the tenant's counts by status and route, the oldest
-// waiting message's age, the success rate and the delivery latencies (GET
-// /v1/stats).
+// waiting message's age, the success rate, the delivery latencies and the
+// counters, every tenant's for an admin key (GET /v1/stats).
 func (c *Client) Stats(ctx context.Context) (herald.Stats, error) {
 	var s herald.Stats
 	if _, err := c.call(ctx, call{method: http.MethodGet, path: "/v1/stats", out: &s, retry: true}); err != nil {
@@ -43,7 +43,8 @@ type LaneFilter struct {
 }
 
 // Lanes returns the busiest lanes of the routes with flow control, by
-// queued plus in flight (GET /v1/lanes).
+// queued plus in flight (GET /v1/lanes): those that hold the key's
+// tenant's messages, counting only those, or every lane for an admin key.
 func (c *Client) Lanes(ctx context.Context, f LaneFilter) ([]herald.LaneView, error) {
 	v := url.Values{}
 	setNonEmpty(v, "route", f.Route)
@@ -59,8 +60,9 @@ func (c *Client) Lanes(ctx context.Context, f LaneFilter) ([]herald.LaneView, er
 	return out.Lanes, nil
 }
 
-// Activity returns what the server's process did in each minute of the
-// last hour, oldest first, of every tenant (GET /v1/activity).
+// Activity returns what the server's process did with the key's tenant's
+// messages (every tenant's for an admin key) in each minute of the last
+// hour, oldest first (GET /v1/activity).
 func (c *Client) Activity(ctx context.Context) ([]herald.ActivityMinute, error) {
 	var out struct {
 		Minutes []herald.ActivityMinute `json:"minutes"`

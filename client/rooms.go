@@ -187,6 +187,10 @@ type PublishRequest struct {
 	// CorrelationID is the caller's own id; the event's deliveries are
 	// listed by it (ListFilter.CorrelationID).
 	CorrelationID string `json:"correlation_id,omitempty"`
+	// Subscriptions, when not empty, names the room's subscriptions to
+	// deliver to (by id): only those of them that take the event get a
+	// delivery. An id that is not the room's is a 400.
+	Subscriptions []string `json:"subscriptions,omitempty"`
 }
 
 // Event is an event published to a room, with its deliveries: one per

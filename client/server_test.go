@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/heraldmq/herald/carrier/room"
 	"github.com/heraldmq/herald/carrier/webhook"
 	"github.com/heraldmq/herald/httpapi"
+	"github.com/heraldmq/herald/notify"
 	"github.com/heraldmq/herald/store/sqlite"
 )
 
@@ -24,6 +26,8 @@ import (
 const (
 	keyAcme  = "key-acme"
 	keyOther = "key-other"
+	// keyReader is acme's read-only key.
+	keyReader = "key-reader"
 )
 
 // The routes of the test server. Each is a webhook to the same endpoint,
@@ -83,9 +87,10 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 		}
 		routes = append(routes, herald.Route{Name: r.name, Carrier: c, Policy: r.policy})
 	}
-	// The rooms' deliveries: a push subscription to the endpoint is
-	// accepted (its target, the subscription's id, is no refusal).
-	rc, err := room.New(room.Config{Store: s.store})
+	// The rooms' deliveries: a push subscription to the endpoint, on a
+	// loopback address the egress policy is told to allow, is accepted
+	// (its target, the subscription's id, is no refusal).
+	rc, err := room.New(room.Config{Store: s.store, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +100,15 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	}
 	routes = append(routes, herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: rc, Policy: roomPolicy})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// An outcome subscriber that never answers: each of its events dies
+	// at its one attempt.
+	gone, err := notify.New("http://127.0.0.1:9/events", nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	s.engine, err = herald.New(herald.Config{
 		Store: s.store, Routes: routes, Logger: logger,
+		Subscribers:  []herald.Subscriber{{Name: "gone", Sink: gone, MaxAttempts: 1}},
 		PollInterval: 10 * time.Millisecond, ReapInterval: 50 * time.Millisecond,
 	})
 	if err != nil {
@@ -108,7 +120,8 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	}
 	var h http.Handler = httpapi.New(httpapi.Config{
 		Engine: s.engine, Logger: logger,
-		Keys: map[string]string{keyAcme: "acme", keyOther: "other"},
+		Keys:  map[string]string{keyAcme: "acme", keyOther: "other", keyReader: "acme"},
+		Roles: map[string]httpapi.Role{keyReader: httpapi.RoleRead},
 	})
 	if wrap != nil {
 		h = wrap(h)

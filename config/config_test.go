@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +143,10 @@ func TestParseCarrierKeys(t *testing.T) {
 func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 	lorawan, _ := herald.ProfilePolicy(herald.ProfileLoRaWAN)
 	channel, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	classc, _ := herald.ProfilePolicy(herald.ProfileClassC)
+	taskpoll, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
+	no, yes := false, true
+	noJitter := 0.0
 	ptr := func(d time.Duration) *Duration { v := Duration(d); return &v }
 	three, half := 3, 0.25
 
@@ -199,6 +205,19 @@ func TestPolicyOverridesApplyOverProfile(t *testing.T) {
 				*p = channel
 				p.Admission.RouteRate = herald.Rate{N: 5, Per: time.Minute}
 			}},
+		{"classc coalesces by target", Route{Carrier: CarrierChirpStack, Profile: "classc"},
+			func(p *herald.Policy) { *p = classc; p.CoalesceByTarget = true }},
+		{"classc with coalesce: false", Route{Carrier: CarrierChirpStack, Profile: "classc", Coalesce: &no},
+			func(p *herald.Policy) { *p = classc; p.CoalesceByTarget = false }},
+		{"coalesce: true on another profile", Route{Carrier: CarrierChirpStack, Coalesce: &yes},
+			func(p *herald.Policy) { *p = lorawan; p.CoalesceByTarget = true }},
+		{"calin: poll_concurrency, first_poll, poll_jitter", Route{Carrier: CarrierCalinV1, PollConcurrency: 256,
+			FirstPoll: ptr(5 * time.Second), PollJitter: &noJitter},
+			func(p *herald.Policy) {
+				*p = taskpoll
+				p.PollConcurrency, p.FirstPoll, p.PollJitter = 256, 5*time.Second, 0
+			}},
+		{"calin: the profile's polls", Route{Carrier: CarrierCalinV2}, func(p *herald.Policy) { *p = taskpoll }},
 		{"circuit off", Route{Carrier: CarrierWebhook, Circuit: &Circuit{}},
 			func(p *herald.Policy) { *p = channel }},
 		{"circuit set", Route{Carrier: CarrierWebhook, Circuit: &Circuit{Failures: 3, CoolDown: Duration(time.Second)}},
@@ -305,5 +324,85 @@ func errorsUnwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
+	}
+}
+
+// TestSubscriberSignatureAndRetry: a subscriber's signature and its retry,
+// over the default (6 deliveries, 2 s doubling to 60 s).
+func TestSubscriberSignatureAndRetry(t *testing.T) {
+	t.Setenv("HOOK_SECRET", "s3cr3t")
+	f, err := Parse([]byte(`
+subscribers:
+  - {url: "http://127.0.0.1:9100/a"}
+  - {url: "http://127.0.0.1:9100/b", secret_env: HOOK_SECRET, signature: hmac-sha256, signature_header: X-Device-Messaging-Signature,
+     signature_prefix: "sha256=", retry: {base: 5s, max: 30s}, max_attempts: 3}
+` + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.Subscribers[0], f.Subscribers[1]
+	if got := a.RetryPolicy(); !reflect.DeepEqual(got, herald.DefaultSubscriberRetry) {
+		t.Errorf("default retry %+v, want %+v", got, herald.DefaultSubscriberRetry)
+	}
+	want := herald.RetryPolicy{Kind: herald.RetryExponential, Base: 5 * time.Second, Multiplier: 2, Max: 30 * time.Second}
+	if got := b.RetryPolicy(); !reflect.DeepEqual(got, want) || b.MaxAttempts != 3 || b.Signature != SignatureHMAC ||
+		b.SignatureHeader != "X-Device-Messaging-Signature" || b.SignaturePrefix != "sha256=" {
+		t.Errorf("subscriber %+v, retry %+v; want hmac-sha256 in X-Device-Messaging-Signature, retry %+v, 3 attempts", b, got, want)
+	}
+}
+
+// TestEgressAllow reads egress.allow's networks and single addresses as
+// prefixes, in canonical form.
+func TestEgressAllow(t *testing.T) {
+	f, err := Parse([]byte("egress: {allow: [10.20.1.2/16, 127.0.0.1, \"::1\", \"fd00::/8\"]}\n" + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.AllowedPrefixes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.20.0.0/16", "127.0.0.1/32", "::1/128", "fd00::/8"}
+	if len(got) != len(want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("allow[%d] = %v, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+// TestRolesAndMetricsKey reads each key's role, write when it names none,
+// and the metrics key from its variable.
+func TestRolesAndMetricsKey(t *testing.T) {
+	t.Setenv("HERALD_TEST_METRICS_KEY", "scrape")
+	f, err := Parse([]byte(`api_keys: [{key: w, tenant: a}, {key: r, tenant: a, role: read}, {key: x, tenant: ops, role: admin}]
+metrics: {key_env: HERALD_TEST_METRICS_KEY}
+` + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := f.Roles()
+	if err != nil || roles["w"] != RoleWrite || roles["r"] != RoleRead || roles["x"] != RoleAdmin || len(roles) != 3 {
+		t.Errorf("roles = %v, %v", roles, err)
+	}
+	if key, err := f.MetricsKey(); key != "scrape" || err != nil {
+		t.Errorf("metrics key = %q, %v", key, err)
+	}
+	if names := f.EnvNames(); !slices.Contains(names, "HERALD_TEST_METRICS_KEY") {
+		t.Errorf("EnvNames %v lacks the metrics key's variable", names)
+	}
+}
+
+// TestTrustedProxies reads http.trusted_proxies as prefixes.
+func TestTrustedProxies(t *testing.T) {
+	f, err := Parse([]byte("http: {trusted_proxies: [10.0.0.5, \"fd00::/8\"]}\n" + okRoute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.TrustedProxies()
+	if err != nil || fmt.Sprint(got) != "[10.0.0.5/32 fd00::/8]" {
+		t.Errorf("trusted proxies = %v, %v", got, err)
 	}
 }

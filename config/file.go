@@ -15,6 +15,8 @@ import (
 	"os"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/heraldmq/herald"
 )
 
 // Defaults of the top-level keys.
@@ -36,6 +38,11 @@ type File struct {
 	Store string `yaml:"store"`
 	// APIKeys are the bearer keys of the HTTP API and their tenants.
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Egress is the policy of the connections to URLs that tenants supply.
+	Egress Egress `yaml:"egress"`
+	// Metrics protects /metrics with a key of its own; nil serves it to
+	// anyone (with no string a tenant chose in it).
+	Metrics *Metrics `yaml:"metrics"`
 	// Subscribers receive outcome events.
 	Subscribers []Subscriber `yaml:"subscribers"`
 	// Routes are the named carriers messages are sent through. At least one is required.
@@ -68,6 +75,9 @@ type APIKey struct {
 	Key string `yaml:"key"`
 	// Tenant owns the messages sent with this key. Defaults to DefaultTenant.
 	Tenant string `yaml:"tenant"`
+	// Role is what the key may do: write (the default), read (GETs only)
+	// or admin (every tenant's figures too).
+	Role string `yaml:"role"`
 }
 
 // Subscriber is a webhook URL that receives outcome events.
@@ -85,8 +95,41 @@ type Subscriber struct {
 	// DELIVERY_SUCCESSFUL, DELIVERY_FAILED, uplink, lxmf.message and the
 	// lane events.
 	Types []string `yaml:"types"`
-	// MaxAttempts bounds the deliveries of one event; 0 keeps the engine's default.
+	// MaxAttempts bounds the deliveries of one event; 0 keeps the engine's
+	// default (herald.DefaultSubscriberAttempts).
 	MaxAttempts int `yaml:"max_attempts"`
+	// Retry spaces the deliveries of one event, as a route's policy's
+	// retry does, over herald.DefaultSubscriberRetry.
+	Retry *RetryOverrides `yaml:"retry"`
+	// Signature is how bodies are signed with the secret: SignatureStandard
+	// (the default) or SignatureHMAC.
+	Signature string `yaml:"signature"`
+	// SignatureHeader is the header of an hmac-sha256 signature; default
+	// notify.DefaultHMACHeader (X-Signature).
+	SignatureHeader string `yaml:"signature_header"`
+	// SignaturePrefix comes before the hex digest in that header ("" by
+	// default; "sha256=" for receivers that expect it).
+	SignaturePrefix string `yaml:"signature_prefix"`
+}
+
+// The signatures of a subscriber.
+const (
+	// SignatureStandard signs in the Standard Webhooks form (webhook-id,
+	// webhook-timestamp, webhook-signature).
+	SignatureStandard = "standard"
+	// SignatureHMAC puts the hex HMAC-SHA256 of the raw body, under the
+	// secret's bytes as they are, in one header (signature_header).
+	SignatureHMAC = "hmac-sha256"
+)
+
+// RetryPolicy returns the subscriber's retry policy: its retry over
+// herald.DefaultSubscriberRetry.
+func (s Subscriber) RetryPolicy() herald.RetryPolicy {
+	p := herald.DefaultSubscriberRetry
+	if s.Retry != nil {
+		s.Retry.apply(&p)
+	}
+	return p
 }
 
 // Load reads and parses the file at path.
@@ -145,6 +188,9 @@ func (f *File) setDefaults() {
 	for i := range f.APIKeys {
 		if f.APIKeys[i].Tenant == "" {
 			f.APIKeys[i].Tenant = DefaultTenant
+		}
+		if f.APIKeys[i].Role == "" {
+			f.APIKeys[i].Role = RoleWrite
 		}
 	}
 	for i := range f.Subscribers {

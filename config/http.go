@@ -41,6 +41,12 @@ type HTTP struct {
 	// MaxBodyBytesInFlight bounds the request bodies held in memory at
 	// once, across requests; a request beyond it is answered 503.
 	MaxBodyBytesInFlight ByteSize `yaml:"max_body_bytes_in_flight"`
+
+	// TrustedProxies are the networks (CIDR, or single addresses) of the
+	// proxies in front of herald, which it believes about a request's
+	// client (X-Forwarded-For) and its scheme (X-Forwarded-Proto): see
+	// File.TrustedProxies.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // withDefaults returns h with every field left 0 set to its default.

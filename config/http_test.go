@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +18,14 @@ func TestHTTPLimits(t *testing.T) {
 	}
 	want := HTTP{ReadHeaderTimeout: Duration(5 * time.Second), ReadTimeout: Duration(5 * time.Second),
 		WriteTimeout: Duration(DefaultWriteTimeout), IdleTimeout: Duration(DefaultIdleTimeout), MaxConnections: 100, MaxBodyBytesInFlight: 8 << 20}
-	if f.HTTP != want {
+	if !reflect.DeepEqual(f.HTTP, want) {
 		t.Errorf("http = %+v, want %+v", f.HTTP, want)
 	}
 	f, err = Parse([]byte(base))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.HTTP != (HTTP{}).withDefaults() || f.HTTP.MaxBodyBytesInFlight != 64<<20 || f.HTTP.MaxConnections != 10000 {
+	if !reflect.DeepEqual(f.HTTP, HTTP{}.withDefaults()) || f.HTTP.MaxBodyBytesInFlight != 64<<20 || f.HTTP.MaxConnections != 10000 {
 		t.Errorf("defaults = %+v", f.HTTP)
 	}
 	for bad, says := range map[string]string{

@@ -96,6 +96,12 @@ func (r Route) policy() (herald.Policy, error) {
 	if r.DedupTTL != 0 {
 		p.DedupTTL = r.DedupTTL.D()
 	}
+	if r.Coalesce != nil {
+		p.CoalesceByTarget = *r.Coalesce
+	}
+	p.PollConcurrency = r.PollConcurrency
+	setDuration(&p.FirstPoll, r.FirstPoll)
+	setFloat(&p.PollJitter, r.PollJitter)
 	circuit := r.Circuit
 	if circuit == nil {
 		switch r.Carrier {

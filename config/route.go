@@ -66,6 +66,11 @@ type Route struct {
 	Ordered bool `yaml:"ordered"`
 	// DedupTTL is the content-hash dedup window; 0 turns dedup off.
 	DedupTTL Duration `yaml:"dedup_ttl"`
+	// Coalesce, when set, says whether a message that names no
+	// coalesce_key coalesces by its target (a newer message for a target
+	// replaces the one still waiting for it); nil keeps the profile's
+	// (on for classc).
+	Coalesce *bool `yaml:"coalesce"`
 	// Circuit is each lane's circuit breaker; nil means the default: on
 	// for webhook routes (DefaultWebhookCircuit) and telegram routes
 	// (DefaultTelegramCircuit), off for the others.
@@ -109,6 +114,22 @@ type Route struct {
 	UserIDEnv string `yaml:"user_id_env"`
 	// PasswordEnv names the variable holding the Calin password.
 	PasswordEnv string `yaml:"password_env"`
+	// RetryFailedTasks (Calin) retries a task the meter did not carry out
+	// with a new task; by default such a task delivers its message, with
+	// the execution's failure as its result.
+	RetryFailedTasks bool `yaml:"retry_failed_tasks"`
+	// PollConcurrency (Calin) bounds the polls of the route's tasks that
+	// run at once on a node; 0 keeps herald.DefaultPollConcurrency.
+	PollConcurrency int `yaml:"poll_concurrency"`
+	// FirstPoll (Calin) is the wait between a task's creation and its
+	// first poll; nil keeps the profile's (10 s).
+	FirstPoll *Duration `yaml:"first_poll"`
+	// PollJitter (Calin), 0..0.5, is the random share added to each
+	// poll's wait; nil keeps the profile's (0.2).
+	PollJitter *float64 `yaml:"poll_jitter"`
+	// CreateTimeout (Calin) bounds a create-task call; 0 keeps the
+	// carrier's default (2 minutes).
+	CreateTimeout Duration `yaml:"create_timeout"`
 
 	// Reticulum is how an lxmf route reaches its Reticulum network.
 	// Required for lxmf.
@@ -139,6 +160,9 @@ type Reticulum struct {
 	// (rnsd's TCPServerInterface).
 	TCP string `yaml:"tcp"`
 }
+
+// polls reports whether the route's carrier creates tasks that it polls.
+func (r Route) polls() bool { return r.Carrier == CarrierCalinV1 || r.Carrier == CarrierCalinV2 }
 
 // Circuit opens a lane after Failures transient failures in a row, for
 // CoolDown; failures: 0 turns it off.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/internal/httpsend"
@@ -14,6 +15,9 @@ import (
 
 // routeName is what a route may be called: it appears in URL paths.
 var routeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// headerName is an HTTP header's name (RFC 9110's token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // Validate reports everything wrong with f, one line per problem. It reads
 // the environment variables that the API keys and signing secrets name.
@@ -39,6 +43,15 @@ func (f *File) Validate() error {
 		if err := f.Health.validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if _, err := f.AllowedPrefixes(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := f.TrustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := f.MetricsKey(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -67,6 +80,27 @@ func (f *File) validateSubscribers() []error {
 		}
 		if s.MaxAttempts < 0 {
 			bad("max_attempts %d is negative", s.MaxAttempts)
+		}
+		if err := s.RetryPolicy().Validate(); err != nil {
+			bad("%v", err)
+		}
+		switch s.Signature {
+		case "", SignatureStandard:
+			if s.SignatureHeader != "" || s.SignaturePrefix != "" {
+				bad("signature_header and signature_prefix need signature: %s", SignatureHMAC)
+			}
+		case SignatureHMAC:
+			if s.SecretEnv == "" {
+				bad("signature: %s needs secret_env, the variable that holds the shared secret", SignatureHMAC)
+			}
+			if s.SignatureHeader != "" && !headerName.MatchString(s.SignatureHeader) {
+				bad("signature_header %q is not a header name", s.SignatureHeader)
+			}
+			if strings.ContainsFunc(s.SignaturePrefix, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+				bad("signature_prefix holds control characters")
+			}
+		default:
+			bad("signature %q: want %s or %s", s.Signature, SignatureStandard, SignatureHMAC)
 		}
 	}
 	return errs
@@ -183,6 +217,17 @@ func (r Route) validateCarrier() []error {
 		} else if err := checkHTTPURL(r.BaseURL); err != nil {
 			errs = append(errs, fmt.Errorf("base_url: %v", err))
 		}
+	}
+	if !r.polls() {
+		for key, set := range map[string]bool{"retry_failed_tasks": r.RetryFailedTasks, "poll_concurrency": r.PollConcurrency != 0,
+			"first_poll": r.FirstPoll != nil, "poll_jitter": r.PollJitter != nil, "create_timeout": r.CreateTimeout != 0} {
+			if set {
+				errs = append(errs, fmt.Errorf("%s: a %s route has no tasks (calin-v1 and calin-v2 only)", key, r.Carrier))
+			}
+		}
+	}
+	if r.CreateTimeout < 0 {
+		errs = append(errs, fmt.Errorf("create_timeout %v is negative", r.CreateTimeout.D()))
 	}
 	return errs
 }

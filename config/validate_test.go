@@ -42,6 +42,37 @@ routes:
   - {name: "a/b", carrier: webhook, url: "http://h/x"}
 `, []string{"name may hold only"}},
 		{"no routes", `listen: ":1"`, []string{"at least one route is required"}},
+		{"unknown signature", `
+subscribers: [{url: "http://h/e", secret_env: SET_VAR, signature: rsa}]
+` + okRoute, []string{"subscribers[0]", `signature "rsa": want standard or hmac-sha256`}},
+		{"hmac without a secret", `
+subscribers: [{url: "http://h/e", signature: hmac-sha256}]
+` + okRoute, []string{"subscribers[0]", "needs secret_env"}},
+		{"signature_header of a standard signature", `
+subscribers: [{url: "http://h/e", signature_header: X-Sig}]
+` + okRoute, []string{"subscribers[0]", "signature_header and signature_prefix need signature: hmac-sha256"}},
+		{"signature_header not a header", `
+subscribers: [{url: "http://h/e", secret_env: SET_VAR, signature: hmac-sha256, signature_header: "X Sig"}]
+` + okRoute, []string{"subscribers[0]", `signature_header "X Sig" is not a header name`}},
+		{"subscriber retry", `
+subscribers: [{url: "http://h/e", retry: {kind: schedule}}]
+` + okRoute, []string{"subscribers[0]", "schedule needs at least one step"}},
+		{"poll keys on a route without tasks", `
+routes:
+  - {name: a, carrier: chirpstack, poll_concurrency: 4, first_poll: 5s, poll_jitter: 0.1, create_timeout: 1m}
+`, []string{`routes[0] "a"`, "poll_concurrency: a chirpstack route has no tasks", "first_poll:", "poll_jitter:", "create_timeout:"}},
+		{"poll_concurrency negative", `
+routes:
+  - {name: a, carrier: calin-v1, base_url: "http://h/", poll_concurrency: -1}
+`, []string{`routes[0] "a"`, "poll concurrency -1 is negative"}},
+		{"poll_jitter too big", `
+routes:
+  - {name: a, carrier: calin-v1, base_url: "http://h/", poll_jitter: 0.9}
+`, []string{`routes[0] "a"`, "poll jitter 0.9 must be within 0..0.5"}},
+		{"retry_failed_tasks on a route without tasks", `
+routes:
+  - {name: a, carrier: webhook, url: "http://h/x", retry_failed_tasks: true}
+`, []string{`routes[0] "a"`, "retry_failed_tasks: a webhook route has no tasks"}},
 		{"key_env unset", `
 api_keys: [{key_env: HERALD_TEST_SURELY_UNSET, tenant: t}]
 ` + okRoute, []string{"api_keys[0]", "HERALD_TEST_SURELY_UNSET is not set"}},
@@ -54,6 +85,31 @@ api_keys: [{tenant: t}]
 		{"one key for two tenants", `
 api_keys: [{key: k, tenant: a}, {key: k, tenant: b}]
 ` + okRoute, []string{"api_keys[1]", `tenants "a" and "b"`}},
+		{"unknown role", `
+api_keys: [{key: k, tenant: a, role: owner}]
+` + okRoute, []string{"api_keys[0]", `role "owner": want write, read or admin`}},
+		{"one key, two roles", `
+api_keys: [{key: k, tenant: a}, {key: k, tenant: a, role: admin}]
+` + okRoute, []string{"api_keys[1]", `roles "write" and "admin"`}},
+		{"metrics without key_env", `
+metrics: {}
+` + okRoute, []string{"metrics.key_env is required"}},
+		{"metrics key_env unset", `
+metrics: {key_env: HERALD_TEST_SURELY_UNSET}
+` + okRoute, []string{"metrics.key_env", "HERALD_TEST_SURELY_UNSET is not set"}},
+		{"metrics key an API key", `
+api_keys: [{key_env: SET_VAR, tenant: a}]
+metrics: {key_env: SET_VAR}
+` + okRoute, []string{"metrics.key_env: SET_VAR holds an API key"}},
+		{"egress allow not a network", `
+egress: {allow: [10.0.0.0/8, "10.0.0.0/33"]}
+` + okRoute, []string{"egress.allow[1]", `"10.0.0.0/33" is not a CIDR prefix`}},
+		{"trusted proxy not a network", `
+http: {trusted_proxies: [10.0.0.0/8, proxy.internal]}
+` + okRoute, []string{"http.trusted_proxies[1]", "neither an address nor a CIDR prefix"}},
+		{"egress allow a name", `
+egress: {allow: [metadata.internal]}
+` + okRoute, []string{"egress.allow[0]", "neither an address nor a CIDR prefix"}},
 		{"store scheme", `
 store: postgres://localhost/db
 ` + okRoute, []string{`store "postgres://localhost/db"`, "sqlite:PATH"}},

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -9,40 +8,38 @@ import (
 	"strings"
 )
 
-// keyring maps the SHA-256 of each bearer key to its tenant, so that a
+// keyring maps the SHA-256 of each bearer key to its identity, so that a
 // lookup takes the same time whatever the key shares with a real one.
-type keyring map[[sha256.Size]byte]string
+type keyring map[[sha256.Size]byte]Identity
 
-func newKeyring(keys map[string]string) keyring {
+// newKeyring reads keys (key → tenant) and roles (key → role; RoleWrite
+// for a key it does not name).
+func newKeyring(keys map[string]string, roles map[string]Role) keyring {
 	k := make(keyring, len(keys))
 	for key, tenant := range keys {
 		if key != "" && tenant != "" {
-			k[sha256.Sum256([]byte(key))] = tenant
+			role := roles[key]
+			if role == "" {
+				role = RoleWrite
+			}
+			k[sha256.Sum256([]byte(key))] = Identity{Tenant: tenant, Role: role}
 		}
 	}
 	return k
 }
 
-// tenant returns the tenant of the request's bearer key.
-func (k keyring) tenant(r *http.Request) (string, bool) {
+// identity returns the identity of the request's bearer key.
+func (k keyring) identity(r *http.Request) (Identity, bool) {
 	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+		return Identity{}, false
 	}
 	key = strings.TrimSpace(key)
 	if key == "" {
-		return "", false
+		return Identity{}, false
 	}
-	t, ok := k[sha256.Sum256([]byte(key))]
-	return t, ok
-}
-
-type tenantKey struct{}
-
-// tenantOf returns the tenant that authenticate put in r's context.
-func tenantOf(r *http.Request) string {
-	t, _ := r.Context().Value(tenantKey{}).(string)
-	return t
+	id, ok := k[sha256.Sum256([]byte(key))]
+	return id, ok
 }
 
 // needsKey reports whether path is under /v1 and neither the ingress nor
@@ -56,20 +53,21 @@ func needsKey(path string) bool {
 const CSRFHeader = "X-CSRF-Token"
 
 // authenticate refuses /v1 requests without a known bearer key or a
-// browser session (401), and state-changing ones of a session that are
-// cross-site or lack its token (403); it tells the handlers the tenant of
-// the others. A request with an Authorization header is judged by it
-// alone, whatever cookies it has.
+// browser session (401), state-changing ones of a session that are
+// cross-site or lack its token (403), and state-changing ones of a
+// read-only key (403); it tells the handlers the identity of the others.
+// A request with an Authorization header is judged by it alone, whatever
+// cookies it has.
 func (a *api) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !needsKey(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tenant, ok := a.keys.tenant(r)
+		id, ok := a.keys.identity(r)
 		if !ok && r.Header.Get("Authorization") == "" && a.sessions != nil {
 			var token string
-			if tenant, token, ok = a.sessions.Session(r); ok {
+			if id, token, ok = a.sessions.Session(r); ok {
 				if msg := browserWriteRefused(r, token); msg != "" {
 					writeError(w, http.StatusForbidden, codeForbidden, msg)
 					return
@@ -86,7 +84,14 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "unauthorized", msg)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		if id.Role == RoleRead && !readOnly(r.Method) {
+			closeUnread(w, r)
+			a.log.Info("refused: a read-only key may not change anything", "tenant", id.Tenant, "method", r.Method, "path", r.URL.Path)
+			a.problem(problemReadOnly)
+			writeError(w, http.StatusForbidden, codeForbidden, "this key may only read (role read): "+r.Method+" is refused")
+			return
+		}
+		next.ServeHTTP(w, withIdentity(r, id))
 	})
 }
 
@@ -95,8 +100,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 // nothing may; one that changes something must come from the page's own
 // origin (SameOrigin) and carry token in CSRFHeader.
 func browserWriteRefused(r *http.Request, token string) string {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	if readOnly(r.Method) {
 		return ""
 	}
 	if !SameOrigin(r) {

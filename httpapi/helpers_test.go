@@ -27,7 +27,29 @@ const (
 	keyB    = "key-b"
 	tenantA = "tenant-a"
 	tenantB = "tenant-b"
+	// keyAdmin (withAdmin) is an admin key of tenant A; keyRead
+	// (withReader) a read-only key of tenant A.
+	keyAdmin = "key-admin"
+	keyRead  = "key-read"
 )
+
+// withAdmin adds keyAdmin, an admin key of tenant A.
+func withAdmin(c *Config) {
+	c.Keys[keyAdmin] = tenantA
+	if c.Roles == nil {
+		c.Roles = map[string]Role{}
+	}
+	c.Roles[keyAdmin] = RoleAdmin
+}
+
+// withReader adds keyRead, a read-only key of tenant A.
+func withReader(c *Config) {
+	c.Keys[keyRead] = tenantA
+	if c.Roles == nil {
+		c.Roles = map[string]Role{}
+	}
+	c.Roles[keyRead] = RoleRead
+}
 
 // start is the fake clock's first reading.
 var start = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -151,6 +173,12 @@ const patience = 10 * time.Second
 
 func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 	t.Helper()
+	return newObservedFixture(t, nil, mutate...)
+}
+
+// newObservedFixture is newFixture with obs as the engine's Observer.
+func newObservedFixture(t testing.TB, obs herald.Observer, mutate ...func(*Config)) *fixture {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -176,8 +204,9 @@ func newFixture(t testing.TB, mutate ...func(*Config)) *fixture {
 			{Name: "lora", Carrier: eventCarrier{}, Policy: policy},
 			{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: testCarrier{}, Policy: policy}, // rooms' deliveries
 		},
-		Clock:  clk,
-		Logger: logger,
+		Clock:    clk,
+		Logger:   logger,
+		Observer: obs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,9 @@
 //
 // Every /v1 path except /v1/ingress/ and /v1/openapi.json (the API's
 // OpenAPI document, package api) needs an "Authorization: Bearer <key>"
-// header whose key maps to a tenant; a tenant sees only its own messages.
+// header whose key maps to a tenant; a tenant sees only its own messages,
+// and only its own figures in stats, health, activity and lanes (a key of
+// RoleAdmin sees every tenant's figures; one of RoleRead may only read).
 // The ingress checks its route's own secret instead. A request without an
 // Authorization header may instead carry a browser session (Config.Sessions,
 // the admin page's cookie); a state-changing one (any method but GET, HEAD
@@ -17,6 +19,7 @@
 package httpapi
 
 import (
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 
@@ -33,6 +36,12 @@ type Config struct {
 	// Keys maps each bearer key to its tenant. Keys that are empty or map to
 	// an empty tenant are ignored. With no keys every /v1 request is refused.
 	Keys map[string]string
+	// Roles gives a key of Keys its role; a key it does not name is
+	// RoleWrite.
+	Roles map[string]Role
+	// MetricsKey, when set, is the bearer key GET /metrics requires (401
+	// without it); it is none of Keys'. Empty serves /metrics to anyone.
+	MetricsKey string
 	// Metrics is served at GET /metrics; nil answers 404 there.
 	Metrics http.Handler
 	// Logger receives a line for every answer 500 and 503. Defaults to slog.Default().
@@ -55,10 +64,11 @@ type Config struct {
 
 // Sessions finds browser sessions: the admin page's login cookie.
 type Sessions interface {
-	// Session returns the tenant of r's session and the token that r must
-	// carry in the CSRFHeader header when it changes anything; ok is false
-	// when r has no live session.
-	Session(r *http.Request) (tenant, csrfToken string, ok bool)
+	// Session returns the identity of r's session (the tenant and role of
+	// the key it was opened with) and the token that r must carry in the
+	// CSRFHeader header when it changes anything; ok is false when r has
+	// no live session.
+	Session(r *http.Request) (id Identity, csrfToken string, ok bool)
 }
 
 // api holds what the handlers share.
@@ -67,8 +77,10 @@ type api struct {
 	keys     keyring
 	sessions Sessions
 	log      *slog.Logger
-	// metricsHandler is Config.Metrics.
+	// metricsHandler is Config.Metrics, and metricsKey the SHA-256 of
+	// Config.MetricsKey (nil when none).
 	metricsHandler http.Handler
+	metricsKey     []byte
 	// budget bounds the bodies in memory; nil when unbounded.
 	budget     *bodyBudget
 	budgetWarn sometimes
@@ -100,6 +112,9 @@ var routes = []route{
 	{"POST", "/v1/dead-letters/replay", (*api).replayDeadLetters},
 	{"DELETE", "/v1/dead-letters", (*api).purgeDeadLetters},
 
+	{"GET", "/v1/outcome-events", (*api).outcomeEvents},
+	{"POST", "/v1/outcome-events/replay", (*api).replayOutcomeEvents},
+
 	{"POST", "/v1/rooms", (*api).createRoom},
 	{"GET", "/v1/rooms", (*api).listRooms},
 	{"GET", "/v1/rooms/{name}", (*api).getRoom},
@@ -128,8 +143,12 @@ var routes = []route{
 
 // New returns the API's handler.
 func New(cfg Config) http.Handler {
-	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys), sessions: cfg.Sessions, log: cfg.Logger,
+	a := &api{engine: cfg.Engine, keys: newKeyring(cfg.Keys, cfg.Roles), sessions: cfg.Sessions, log: cfg.Logger,
 		metricsHandler: cfg.Metrics}
+	if cfg.MetricsKey != "" {
+		sum := sha256.Sum256([]byte(cfg.MetricsKey))
+		a.metricsKey = sum[:]
+	}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

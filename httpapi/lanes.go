@@ -13,8 +13,10 @@ type lanesBody struct {
 }
 
 // lanes handles GET /v1/lanes?route=&limit=: the busiest lanes of the
-// gated routes (of route only, when given), at most limit of them (default
-// herald.DefaultLaneLimit, at most herald.MaxLaneLimit).
+// gated routes (of route only, when given) that hold the tenant's
+// messages, counting those alone (every lane and message for an admin
+// key), at most limit of them (default herald.DefaultLaneLimit, at most
+// herald.MaxLaneLimit).
 func (a *api) lanes(w http.ResponseWriter, r *http.Request) {
 	limit := herald.DefaultLaneLimit
 	if s := r.URL.Query().Get("limit"); s != "" {
@@ -25,7 +27,7 @@ func (a *api) lanes(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	lanes, err := a.engine.Lanes(r.Context(), r.URL.Query().Get("route"), limit)
+	lanes, err := a.engine.Lanes(r.Context(), herald.LaneQuery{Route: r.URL.Query().Get("route"), Tenant: figuresOf(r), Limit: limit})
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -2,15 +2,17 @@ package httpapi
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
-// TestLanes: GET /v1/lanes lists the busiest lanes of the gated routes,
-// every tenant's messages counted and none of their ids shown, a paused
-// lane with its pause; route and limit narrow it, and a bad limit or an
-// unknown route is refused.
+// TestLanes: GET /v1/lanes lists the busiest lanes of the gated routes
+// that hold the caller's messages, counting only those and showing none of
+// their ids, a paused lane with its pause; an admin key sees every lane
+// and every tenant's messages; route and limit narrow it, and a bad limit
+// or an unknown route is refused.
 func TestLanes(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, withAdmin)
 	f.run() // the store learns the admission at Start
 	for _, m := range []struct{ key, body string }{
 		{keyA, `{"route":"gw","lane":"gateway-1","target":"busy","text":"1"}`},
@@ -25,34 +27,39 @@ func TestLanes(t *testing.T) {
 	}
 	f.run() // gateway-1 pauses (its first message is asked to wait); gateway-2 and -3 send one each
 
-	rec := f.do("GET", "/v1/lanes", keyA, "")
-	wantStatus(t, rec, http.StatusOK)
-	checkGolden(t, "lanes", render(rec))
-	got := decode[map[string][]map[string]any](t, rec)["lanes"]
-	if len(got) != 3 {
-		t.Fatalf("lanes = %v, want 3", got)
-	}
-	for i, w := range []struct {
+	type want struct {
 		lane             string
 		queued, inFlight float64
 		paused           bool
-	}{{"gateway-2", 2, 1, false}, {"gateway-1", 1, 0, true}, {"gateway-3", 0, 1, false}} {
-		l := got[i]
-		if l["route"] != "gw" || l["lane"] != w.lane || l["queued"] != w.queued || l["in_flight"] != w.inFlight {
-			t.Errorf("lanes[%d] = %v, want %s with %v queued and %v in flight (a number)", i, l, w.lane, w.queued, w.inFlight)
-		}
-		if paused := l["paused_until"] != nil; paused != w.paused || (l["pause_reason"] == "backpressure") != w.paused {
-			t.Errorf("lanes[%d] = %v, paused %v", i, l, w.paused)
-		}
-		if _, ok := l["next_at"]; !ok || len(l) != 7 {
-			t.Errorf("lanes[%d] = %v, want route, lane, queued, in_flight, paused_until, pause_reason, next_at", i, l)
-		}
 	}
-	if b := f.do("GET", "/v1/lanes", keyB, ""); b.Body.String() != rec.Body.String() {
-		t.Errorf("tenant B sees other lanes:\n%s\nthan A:\n%s", b.Body, rec.Body)
+	check := func(key string, wants []want) *httptest.ResponseRecorder {
+		t.Helper()
+		rec := f.do("GET", "/v1/lanes", key, "")
+		wantStatus(t, rec, http.StatusOK)
+		got := decode[map[string][]map[string]any](t, rec)["lanes"]
+		if len(got) != len(wants) {
+			t.Fatalf("lanes of %s = %v, want %d", key, got, len(wants))
+		}
+		for i, w := range wants {
+			l := got[i]
+			if l["route"] != "gw" || l["lane"] != w.lane || l["queued"] != w.queued || l["in_flight"] != w.inFlight {
+				t.Errorf("lanes of %s [%d] = %v, want %s with %v queued and %v in flight (a number)", key, i, l, w.lane, w.queued, w.inFlight)
+			}
+			if paused := l["paused_until"] != nil; paused != w.paused || (l["pause_reason"] == "backpressure") != w.paused {
+				t.Errorf("lanes of %s [%d] = %v, paused %v", key, i, l, w.paused)
+			}
+			if _, ok := l["next_at"]; !ok || len(l) != 7 {
+				t.Errorf("lanes of %s [%d] = %v, want route, lane, queued, in_flight, paused_until, pause_reason, next_at", key, i, l)
+			}
+		}
+		return rec
 	}
+	all := check(keyAdmin, []want{{"gateway-2", 2, 1, false}, {"gateway-1", 1, 0, true}, {"gateway-3", 0, 1, false}})
+	checkGolden(t, "lanes", render(all))
+	check(keyA, []want{{"gateway-1", 1, 0, true}, {"gateway-2", 0, 1, false}})
+	check(keyB, []want{{"gateway-2", 2, 0, false}, {"gateway-3", 0, 1, false}})
 
-	top := decode[lanesBody](t, f.do("GET", "/v1/lanes?route=gw&limit=1", keyA, "")).Lanes
+	top := decode[lanesBody](t, f.do("GET", "/v1/lanes?route=gw&limit=1", keyAdmin, "")).Lanes
 	if len(top) != 1 || top[0].Lane != "gateway-2" {
 		t.Errorf("top lane of gw = %+v, want gateway-2", top)
 	}
@@ -63,7 +70,7 @@ func TestLanes(t *testing.T) {
 	for _, limit := range []string{"0", "-1", "1001", "ten", "2.5"} {
 		wantError(t, f.do("GET", "/v1/lanes?limit="+limit, keyA, ""), http.StatusBadRequest, codeInvalidField)
 	}
-	if n := len(decode[lanesBody](t, f.do("GET", "/v1/lanes?limit=1000", keyA, "")).Lanes); n != 3 {
+	if n := len(decode[lanesBody](t, f.do("GET", "/v1/lanes?limit=1000", keyAdmin, "")).Lanes); n != 3 {
 		t.Errorf("limit 1000 gives %d lanes, want all 3", n)
 	}
 	wantError(t, f.do("GET", "/v1/lanes", "", ""), http.StatusUnauthorized, "unauthorized")

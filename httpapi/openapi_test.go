@@ -319,6 +319,12 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	settle()
 	call("DELETE", "/v1/dead-letters?route=hooks&before=2030-01-01T00:00:00Z", keyA, "", 200)
 
+	// Dead outcome events.
+	dead := f.deadEvent("legacy")
+	call("GET", "/v1/outcome-events?status=dead&since=2020-01-01T00:00:00Z&until=2040-01-01T00:00:00Z&limit=5", keyA, "", 200)
+	call("POST", "/v1/outcome-events/replay", keyA, `{"ids":["`+dead+`"]}`, 200)
+	call("POST", "/v1/outcome-events/replay", keyA, `{"since":"2020-01-01T00:00:00Z","until":"2040-01-01T00:00:00Z"}`, 200)
+
 	// Observability.
 	call("GET", "/v1/stats", keyA, "", 200)
 	call("GET", "/v1/health", keyA, "", 200)

@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/heraldmq/herald"
 )
@@ -12,9 +15,10 @@ type statusBody struct {
 	Status string `json:"status"`
 }
 
-// health handles GET /v1/health: the tenant's queue against the thresholds.
+// health handles GET /v1/health: the tenant's queue against the
+// thresholds (every tenant's for an admin key).
 func (a *api) health(w http.ResponseWriter, r *http.Request) {
-	h, err := a.engine.Health(r.Context(), tenantOf(r))
+	h, err := a.engine.Health(r.Context(), figuresOf(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -22,9 +26,10 @@ func (a *api) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// stats handles GET /v1/stats: the tenant's counts and latencies.
+// stats handles GET /v1/stats: the tenant's counts and latencies (every
+// tenant's for an admin key).
 func (a *api) stats(w http.ResponseWriter, r *http.Request) {
-	s, err := a.engine.Stats(r.Context(), tenantOf(r))
+	s, err := a.engine.Stats(r.Context(), figuresOf(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -37,11 +42,11 @@ type activityBody struct {
 	Minutes []herald.ActivityMinute `json:"minutes"`
 }
 
-// activity handles GET /v1/activity: what this process did in each minute
-// of the last hour, oldest first, of every tenant (like the counters of
-// GET /v1/stats).
-func (a *api) activity(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, activityBody{Minutes: a.engine.Activity()})
+// activity handles GET /v1/activity: what this process did with the
+// tenant's messages (every tenant's for an admin key) in each minute of
+// the last hour, oldest first, like the counters of GET /v1/stats.
+func (a *api) activity(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, activityBody{Minutes: a.engine.Activity(figuresOf(r))})
 }
 
 // healthz handles GET /healthz: the process answers.
@@ -64,7 +69,19 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
 }
 
-// metrics handles GET /metrics with Config.Metrics.
+// metrics handles GET /metrics with Config.Metrics, after checking
+// Config.MetricsKey when there is one.
 func (a *api) metrics(w http.ResponseWriter, r *http.Request) {
+	if a.metricsKey != nil {
+		scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(key)))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], a.metricsKey) != 1 {
+			a.log.Info("refused: /metrics without its key", "remote", r.RemoteAddr)
+			a.problem(problemMetricsKey)
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "/metrics needs the metrics key: Authorization: Bearer <key>")
+			return
+		}
+	}
 	a.metricsHandler.ServeHTTP(w, r)
 }

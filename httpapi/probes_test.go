@@ -25,6 +25,18 @@ func TestHealthAndStats(t *testing.T) {
 	if _, ok := h["warnings"].([]any); !ok {
 		t.Errorf("health warnings = %v", h["warnings"])
 	}
+	// The message says what is wrong, with the threshold passed, and
+	// where to look.
+	msg, _ := h["message"].(string)
+	for _, want := range []string{"20 messages failed for good (warning at 10)", "dead letters", "replay them",
+		"Only 0.0% of the messages that ended were delivered (critical below 80%)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("health message %q lacks %q", msg, want)
+		}
+	}
+	if h := decode[map[string]any](t, f.do("GET", "/v1/health", keyB, "")); h["status"] != "healthy" || h["message"] != "Healthy" {
+		t.Errorf("B's health = %v, want healthy and the message Healthy", h)
+	}
 	s := decode[herald.Stats](t, f.do("GET", "/v1/stats", keyA, ""))
 	if s.ByStatus[herald.StatusQueued] != 1 || s.DeadLetters != 20 || s.ByRoute["hooks"][herald.StatusDeliveryFailed] != 20 {
 		t.Errorf("stats of A = %+v", s)
@@ -88,9 +100,10 @@ func TestUnknownEndpointsAnswerJSON(t *testing.T) {
 }
 
 // TestStatsCounters: /v1/stats (and /v1/health) carry the engine's
-// counters since it started, of every tenant.
+// counters since it started, of the caller's tenant, or of every tenant
+// for an admin key.
 func TestStatsCounters(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, withAdmin)
 	f.sendOK(`{"route":"hooks","text":"first","coalesce_key":"c"}`)
 	f.sendOK(`{"route":"hooks","text":"ok","coalesce_key":"c"}`) // cancels the first
 	f.sendOK(`{"route":"hooks","text":"ok"}`)
@@ -99,9 +112,13 @@ func TestStatsCounters(t *testing.T) {
 	wantStatus(t, f.do("POST", "/v1/messages", keyB, `{"route":"hooks","target":"fail","text":"no"}`), http.StatusAccepted)
 	f.run()
 
-	want := map[string]float64{"enqueued": 5, "succeeded": 3, "retried": 0, "dead_lettered": 1, "deduplicated": 0, "coalesced": 1}
+	wants := map[string]map[string]float64{
+		keyA:     {"enqueued": 4, "succeeded": 3, "retried": 0, "dead_lettered": 0, "deduplicated": 0, "coalesced": 1},
+		keyB:     {"enqueued": 1, "succeeded": 0, "retried": 0, "dead_lettered": 1, "deduplicated": 0, "coalesced": 0},
+		keyAdmin: {"enqueued": 5, "succeeded": 3, "retried": 0, "dead_lettered": 1, "deduplicated": 0, "coalesced": 1},
+	}
 	for _, path := range []string{"/v1/stats", "/v1/health"} {
-		for _, key := range []string{keyA, keyB} {
+		for key, want := range wants {
 			s := decode[map[string]any](t, f.do("GET", path, key, ""))
 			for name, n := range want {
 				if s[name] != n {

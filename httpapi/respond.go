@@ -36,9 +36,11 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
-// writeJSON answers status with v as JSON.
+// writeJSON answers status with v as JSON, which no browser may read as
+// anything else (nosniff).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -19,12 +19,12 @@ const (
 )
 
 // deliveryBody is a room's or a subscription's "delivery": durations as
-// "10s"; a field absent keeps the default (a room) or the room's (a
-// subscription).
+// "10s" or integer milliseconds (shown as "10s"); a field absent keeps the
+// default (a room) or the room's (a subscription).
 type deliveryBody struct {
-	Delay      *string  `json:"delay,omitempty"`
-	Multiplier *float64 `json:"multiplier,omitempty"`
-	Attempts   *int     `json:"attempts,omitempty"`
+	Delay      *duration `json:"delay,omitempty"`
+	Multiplier *float64  `json:"multiplier,omitempty"`
+	Attempts   *int      `json:"attempts,omitempty"`
 }
 
 // overrides returns b as the engine takes it.
@@ -34,7 +34,7 @@ func (b *deliveryBody) overrides() (herald.DeliveryOverrides, *requestError) {
 		return o, nil
 	}
 	if b.Delay != nil {
-		d, bad := parseDuration("delivery.delay", *b.Delay)
+		d, bad := b.Delay.check("delivery.delay")
 		if bad != nil {
 			return o, bad
 		}
@@ -48,26 +48,16 @@ func (b *deliveryBody) overrides() (herald.DeliveryOverrides, *requestError) {
 func deliveryOf(o herald.DeliveryOverrides) deliveryBody {
 	var b deliveryBody
 	if o.Delay != nil {
-		s := o.Delay.String()
-		b.Delay = &s
+		b.Delay = &duration{d: *o.Delay}
 	}
 	b.Multiplier, b.Attempts = o.Multiplier, o.Attempts
 	return b
 }
 
-// parseDuration parses a duration of field as "10s"; "0" is 0.
-func parseDuration(field, s string) (time.Duration, *requestError) {
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, badRequest(codeInvalidField, "%s: %q is not a duration such as \"10s\" or \"0\"", field, s)
-	}
-	return d, nil
-}
-
 // roomBody is the body of POST /v1/rooms.
 type roomBody struct {
 	Name       string        `json:"name"`
-	Expiration string        `json:"expiration"`
+	Expiration *duration     `json:"expiration"`
 	Delivery   *deliveryBody `json:"delivery"`
 }
 
@@ -97,8 +87,8 @@ func (a *api) createRoom(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := herald.RoomRequest{Name: body.Name}
-	if body.Expiration != "" {
-		d, bad := parseDuration("expiration", body.Expiration)
+	if body.Expiration != nil {
+		d, bad := body.Expiration.check("expiration")
 		if bad != nil {
 			writeRequestError(w, bad)
 			return
@@ -303,6 +293,7 @@ type eventBody struct {
 	Version       json.RawMessage `json:"version"`
 	Data          json.RawMessage `json:"data"`
 	CorrelationID string          `json:"correlation_id"`
+	Subscriptions []string        `json:"subscriptions"` // absent: every subscription that takes it
 }
 
 // publish handles POST /v1/rooms/{room}/events: 202 and the event, with
@@ -323,7 +314,8 @@ func (a *api) publish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev, err := a.engine.Publish(r.Context(), tenantOf(r), r.PathValue("room"),
-		herald.PublishRequest{Type: body.Type, Version: version, CorrelationID: body.CorrelationID, Data: body.Data})
+		herald.PublishRequest{Type: body.Type, Version: version, CorrelationID: body.CorrelationID, Data: body.Data,
+			Subscriptions: body.Subscriptions})
 	if err != nil {
 		a.failRooms(w, r, err, "room")
 		return
@@ -348,8 +340,8 @@ func (a *api) getEvent(w http.ResponseWriter, r *http.Request) {
 // pullBody is the body of POST /v1/subscriptions/{id}/pull; both fields
 // are optional.
 type pullBody struct {
-	Max   int    `json:"max"`
-	Lease string `json:"lease"`
+	Max   int       `json:"max"`
+	Lease *duration `json:"lease"`
 }
 
 // pull handles POST /v1/subscriptions/{id}/pull: {"deliveries":[...]},
@@ -361,9 +353,9 @@ func (a *api) pull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var lease time.Duration
-	if body.Lease != "" {
+	if body.Lease != nil {
 		var bad *requestError
-		if lease, bad = parseDuration("lease", body.Lease); bad != nil {
+		if lease, bad = body.Lease.check("lease"); bad != nil {
 			writeRequestError(w, bad)
 			return
 		}

@@ -15,21 +15,34 @@ func TestRoomsCRUD(t *testing.T) {
 	rec := f.do("POST", "/v1/rooms", keyA, `{"name":"orders","expiration":"90s","delivery":{"delay":"2s","attempts":0}}`)
 	wantStatus(t, rec, http.StatusCreated)
 	room := decode[roomView](t, rec)
-	if room.Name != "orders" || room.Expiration != "1m30s" || *room.Delivery.Delay != "2s" || *room.Delivery.Multiplier != 2 ||
+	if room.Name != "orders" || room.Expiration != "1m30s" || room.Delivery.Delay.d != 2*time.Second || *room.Delivery.Multiplier != 2 ||
 		*room.Delivery.Attempts != 0 || rec.Header().Get("Location") != "/v1/rooms/orders" {
 		t.Errorf("created room %+v", room)
 	}
 	wantError(t, f.do("POST", "/v1/rooms", keyA, `{"name":"orders"}`), http.StatusConflict, codeRoomExists)
 	wantStatus(t, f.do("POST", "/v1/rooms", keyB, `{"name":"orders","expiration":"0"}`), http.StatusCreated)
 	wantStatus(t, f.do("POST", "/v1/rooms", keyA, `{"name":"audit"}`), http.StatusCreated)
+	// Durations as integer milliseconds too, shown as strings.
+	rec = f.do("POST", "/v1/rooms", keyA, `{"name":"ms","expiration":90000,"delivery":{"delay":2500}}`)
+	wantStatus(t, rec, http.StatusCreated)
+	if !strings.Contains(rec.Body.String(), `"expiration":"1m30s"`) || !strings.Contains(rec.Body.String(), `"delay":"2.5s"`) {
+		t.Errorf("a room given milliseconds: %s, want 1m30s and 2.5s", rec.Body)
+	}
+	wantStatus(t, f.do("DELETE", "/v1/rooms/ms", keyA, ""), http.StatusNoContent)
 
 	for _, body := range []string{
 		`{"name":"no spaces"}`, `{"name":"a","expiration":"soon"}`, `{"name":"a","expiration":"-1s"}`,
 		`{"name":"a","delivery":{"multiplier":0.5}}`, `{"name":"a","delivery":{"attempts":-1}}`, `{"name":"a","delivery":{"delay":"x"}}`,
 		// The stores keep milliseconds: 500µs would be kept as 0, never.
 		`{"name":"a","expiration":"500us"}`, `{"name":"a","expiration":"1.5ms"}`, `{"name":"a","delivery":{"delay":"2500us"}}`,
+		// Milliseconds are integers, not negative; a string needs its unit.
+		`{"name":"a","expiration":1.5}`, `{"name":"a","expiration":-1}`, `{"name":"a","expiration":true}`,
+		`{"name":"a","delivery":{"delay":"2000"}}`, `{"name":"a","delivery":{"delay":[2000]}}`,
 	} {
-		wantError(t, f.do("POST", "/v1/rooms", keyA, body), http.StatusBadRequest, codeInvalidField)
+		e := wantError(t, f.do("POST", "/v1/rooms", keyA, body), http.StatusBadRequest, codeInvalidField)
+		if !strings.HasPrefix(e.Message, "expiration:") && !strings.HasPrefix(e.Message, "delivery.") && !strings.HasPrefix(e.Message, "name:") {
+			t.Errorf("%s: %q names no field", body, e.Message)
+		}
 	}
 	wantError(t, f.do("POST", "/v1/rooms", keyA, `{}`), http.StatusBadRequest, codeMissingField)
 	wantError(t, f.do("POST", "/v1/rooms", keyA, `{"name":"a","ttl":"1s"}`), http.StatusBadRequest, codeUnknownField)
@@ -141,6 +154,19 @@ func TestPublishPullAck(t *testing.T) {
 		t.Errorf("messages of the event's correlation id: %d, want 2", len(got.Messages))
 	}
 	wantStatus(t, f.do("GET", "/v1/rooms/orders/events/"+ev.ID, keyA, ""), http.StatusOK)
+	// To chosen subscriptions: those of them that take the event.
+	rec = f.do("POST", "/v1/rooms/orders/events", keyA, `{"type":"order.created","version":"2","subscriptions":["`+push+`","`+other+`"]}`)
+	wantStatus(t, rec, http.StatusAccepted)
+	if ev := decode[herald.RoomEventView](t, rec); len(ev.Deliveries) != 1 || ev.Deliveries[0].SubscriptionID != push {
+		t.Fatalf("published to the push and the second pull subscriptions: deliveries %+v, want the push subscription's only", ev.Deliveries)
+	}
+	for _, subs := range []string{`["nope"]`, `[]`} {
+		e := wantError(t, f.do("POST", "/v1/rooms/orders/events", keyA, `{"type":"order.created","subscriptions":`+subs+`}`),
+			http.StatusBadRequest, codeInvalidField)
+		if !strings.HasPrefix(e.Message, "subscriptions:") {
+			t.Errorf("subscriptions %s: %q, want it named", subs, e.Message)
+		}
+	}
 	wantError(t, f.do("GET", "/v1/rooms/orders/events/"+ev.ID, keyB, ""), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("POST", "/v1/rooms/nope/events", keyA, `{"type":"t"}`), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("POST", "/v1/rooms/orders/events", keyA, `{"data":1}`), http.StatusBadRequest, codeMissingField)
@@ -148,7 +174,8 @@ func TestPublishPullAck(t *testing.T) {
 	wantError(t, f.do("POST", "/v1/subscriptions/"+push+"/pull", keyA, ""), http.StatusConflict, codeNotPull)
 	wantError(t, f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyB, ""), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"max":5000}`), http.StatusBadRequest, codeInvalidField)
-	rec = f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"max":10,"lease":"1m"}`)
+	wantError(t, f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"lease":1.5}`), http.StatusBadRequest, codeInvalidField)
+	rec = f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"max":10,"lease":60000}`) // a minute, in milliseconds
 	wantStatus(t, rec, http.StatusOK)
 	got := decode[map[string][]herald.DeliveryView](t, rec)["deliveries"]
 	if len(got) != 1 || got[0].ID != ev.Deliveries[1].MessageID || got[0].EventID != ev.ID || string(got[0].Data) != `{"id":7}` ||

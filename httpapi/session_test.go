@@ -9,16 +9,23 @@ import (
 )
 
 // fakeSessions knows the sessions of cookie "session": its value maps to
-// a tenant and a CSRF token.
-type fakeSessions map[string][2]string
+// a tenant and a CSRF token, and the role "read" for a third value.
+type fakeSessions map[string][]string
 
-func (s fakeSessions) Session(r *http.Request) (string, string, bool) {
+func (s fakeSessions) Session(r *http.Request) (Identity, string, bool) {
 	c, err := r.Cookie("session")
 	if err != nil {
-		return "", "", false
+		return Identity{}, "", false
 	}
 	v, ok := s[c.Value]
-	return v[0], v[1], ok
+	if !ok {
+		return Identity{}, "", false
+	}
+	id := Identity{Tenant: v[0], Role: RoleWrite}
+	if len(v) > 2 {
+		id.Role = Role(v[2])
+	}
+	return id, v[1], true
 }
 
 const (

@@ -63,10 +63,11 @@ func (c *countsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	byRoute := map[string]map[herald.Status]int{}
 	for _, n := range counts {
-		if byRoute[n.Route] == nil {
-			byRoute[n.Route] = map[herald.Status]int{}
+		route := routeLabel(n.Route)
+		if byRoute[route] == nil {
+			byRoute[route] = map[herald.Status]int{}
 		}
-		byRoute[n.Route][n.Status] += n.N
+		byRoute[route][n.Status] += n.N
 	}
 	for route, byStatus := range byRoute {
 		for _, st := range herald.Statuses {

@@ -24,7 +24,8 @@ const lanesProblem = "lanes_error"
 
 // lanesCollector exposes the gauges herald_lane_waiting{route,lane} and
 // herald_lane_in_flight{route,lane} of the busiest lanes, read through a
-// function at most once per interval.
+// function at most once per interval; the lane label is a lane's
+// name or its pseudonym (laneNames).
 type lanesCollector struct {
 	waiting, inFlight *prometheus.Desc
 	problems          *prometheus.CounterVec
@@ -33,7 +34,8 @@ type lanesCollector struct {
 
 	// mu is held through a read, so that concurrent scrapes share it.
 	mu     sync.Mutex
-	f      func(ctx context.Context, route string, limit int) ([]herald.LaneState, error)
+	f      func(ctx context.Context, q herald.LaneQuery) ([]herald.LaneState, error)
+	names  *laneNames
 	top    int
 	last   []herald.LaneState
 	lastAt time.Time // zero: read at the next scrape
@@ -42,18 +44,19 @@ type lanesCollector struct {
 func newLanesCollector(problems *prometheus.CounterVec) *lanesCollector {
 	return &lanesCollector{
 		waiting: prometheus.NewDesc("herald_lane_waiting",
-			"QUEUED messages of a lane of a gated route, for the busiest lanes only (see herald_messages for every route's total).",
+			"QUEUED messages of a lane of a gated route, for the busiest lanes only (see herald_messages for every route's total); lane is a pseudonym unless names are shown.",
 			[]string{"route", "lane"}, nil),
 		inFlight: prometheus.NewDesc("herald_lane_in_flight",
-			"Messages in flight (SENT_TO_NS, DELIVERED_TO_NS, SENT_TO_DEVICE) of a lane of a gated route, for the busiest lanes only.",
+			"Messages in flight (SENT_TO_NS, DELIVERED_TO_NS, SENT_TO_DEVICE) of a lane of a gated route, for the busiest lanes only; lane is a pseudonym unless names are shown.",
 			[]string{"route", "lane"}, nil),
 		problems: problems,
 		interval: LanesInterval,
 		now:      time.Now,
+		names:    newLaneNames(),
 	}
 }
 
-func (c *lanesCollector) set(f func(context.Context, string, int) ([]herald.LaneState, error), top int) {
+func (c *lanesCollector) set(f func(context.Context, herald.LaneQuery) ([]herald.LaneState, error), top int) {
 	if top <= 0 {
 		top = TopLanes
 	}
@@ -78,7 +81,7 @@ func (c *lanesCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if now := c.now(); c.lastAt.IsZero() || now.Sub(c.lastAt) >= c.interval {
 		ctx, cancel := context.WithTimeout(context.Background(), CountsTimeout)
-		lanes, err := c.f(ctx, "", c.top)
+		lanes, err := c.f(ctx, herald.LaneQuery{Limit: c.top})
 		cancel()
 		if err != nil {
 			c.last, c.lastAt = nil, time.Time{}
@@ -89,7 +92,8 @@ func (c *lanesCollector) Collect(ch chan<- prometheus.Metric) {
 		c.last, c.lastAt = lanes[:min(len(lanes), c.top)], now
 	}
 	for _, l := range c.last {
-		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(l.Queued), l.Route, l.Lane)
-		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(len(l.InFlight)), l.Route, l.Lane)
+		route, lane := routeLabel(l.Route), c.names.label(l.Route, l.Lane)
+		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(l.Queued), route, lane)
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(len(l.InFlight)), route, lane)
 	}
 }

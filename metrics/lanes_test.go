@@ -27,7 +27,8 @@ func (pushCarrier) Send(context.Context, *herald.Message) (herald.SendResult, er
 
 // TestLaneGaugesOfAGatedRoute: on a real store, the lane gauges show the
 // queued and in-flight messages of the busiest lanes of a gated route,
-// only the top N of them, and nothing of an ungated route.
+// only the top N of them, and nothing of an ungated route; each lane by a
+// pseudonym, unless names are shown.
 func TestLaneGaugesOfAGatedRoute(t *testing.T) {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "herald.db"))
 	if err != nil {
@@ -85,13 +86,39 @@ func TestLaneGaugesOfAGatedRoute(t *testing.T) {
 	}
 
 	m.WatchLanes(st.Lanes, 3)
+	pseudonyms := map[string]bool{}
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "herald_lane_") {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "lane" {
+					pseudonyms[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if len(pseudonyms) != 3 {
+		t.Errorf("lane labels %v, want 3 pseudonyms", pseudonyms)
+	}
+	for p := range pseudonyms {
+		if !strings.HasPrefix(p, "h-") || len(p) != 14 || strings.Contains(p, "busy") {
+			t.Errorf("lane label %q is not a pseudonym", p)
+		}
+	}
+	m.ShowLaneNames()
 	want := `
-# HELP herald_lane_in_flight Messages in flight (SENT_TO_NS, DELIVERED_TO_NS, SENT_TO_DEVICE) of a lane of a gated route, for the busiest lanes only.
+# HELP herald_lane_in_flight Messages in flight (SENT_TO_NS, DELIVERED_TO_NS, SENT_TO_DEVICE) of a lane of a gated route, for the busiest lanes only; lane is a pseudonym unless names are shown.
 # TYPE herald_lane_in_flight gauge
 herald_lane_in_flight{lane="busy-4",route="gw"} 1
 herald_lane_in_flight{lane="busy-5",route="gw"} 1
 herald_lane_in_flight{lane="busy-6",route="gw"} 1
-# HELP herald_lane_waiting QUEUED messages of a lane of a gated route, for the busiest lanes only (see herald_messages for every route's total).
+# HELP herald_lane_waiting QUEUED messages of a lane of a gated route, for the busiest lanes only (see herald_messages for every route's total); lane is a pseudonym unless names are shown.
 # TYPE herald_lane_waiting gauge
 herald_lane_waiting{lane="busy-4",route="gw"} 3
 herald_lane_waiting{lane="busy-5",route="gw"} 4
@@ -121,11 +148,11 @@ func TestLaneGaugesAreBoundedAndCached(t *testing.T) {
 		limits []int
 		fail   error
 	)
-	m.WatchLanes(func(ctx context.Context, route string, limit int) ([]herald.LaneState, error) {
+	m.WatchLanes(func(ctx context.Context, q herald.LaneQuery) ([]herald.LaneState, error) {
 		calls++
-		limits = append(limits, limit)
-		if _, ok := ctx.Deadline(); !ok || route != "" {
-			t.Errorf("lanes called with route %q, deadline set %v; want every route and a deadline", route, ok)
+		limits = append(limits, q.Limit)
+		if _, ok := ctx.Deadline(); !ok || q.Route != "" || q.Tenant != "" {
+			t.Errorf("lanes called with %+v, deadline set %v; want every route and tenant, and a deadline", q, ok)
 		}
 		if fail != nil {
 			return nil, fail

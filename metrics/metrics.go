@@ -10,7 +10,7 @@
 //   - herald_lane_waiting{route,lane}, herald_lane_in_flight{route,lane}:
 //     QUEUED and in-flight messages of the busiest lanes of the gated
 //     routes only, read from the store at most once per LanesInterval
-//     (see WatchLanes);
+//     (see WatchLanes), each lane by a pseudonym unless ShowLaneNames;
 //   - herald_throttled_total{route,reason}: messages the engine held back,
 //     by reason (backpressure: the carrier asked to wait);
 //   - herald_lane_pauses_total{route,reason}: lane pauses, by reason;
@@ -18,6 +18,11 @@
 //     sent back, by what became of them (see herald.Observer.Inbound);
 //
 // plus the Go runtime and process collectors.
+//
+// No label carries a string a tenant chose: the rooms' routes ("room:" and
+// a room's name) are all "room:", and a lane's name (a chat id, a
+// gateway) is replaced by a pseudonym unless ShowLaneNames is called,
+// which a server does only when a scrape needs a key of its own.
 package metrics
 
 import (
@@ -115,32 +120,37 @@ func (m *Metrics) WatchCounts(f func(context.Context) ([]herald.Count, error)) {
 // lanes (TopLanes when top is 0 or less); pass the store's Lanes. Only the
 // top lanes get series: the rest of a route is its herald_messages less
 // their sum.
-func (m *Metrics) WatchLanes(f func(ctx context.Context, route string, limit int) ([]herald.LaneState, error), top int) {
+func (m *Metrics) WatchLanes(f func(ctx context.Context, q herald.LaneQuery) ([]herald.LaneState, error), top int) {
 	m.lanes.set(f, top)
 }
 
+// ShowLaneNames makes the lane gauges carry each lane's name rather than
+// its pseudonym. Lane names are the tenants' (a chat id is a person's):
+// show them only to a scraper that must present a key.
+func (m *Metrics) ShowLaneNames() { m.lanes.names.shown.Store(true) }
+
 // Transitioned counts a transition of a message of route.
 func (m *Metrics) Transitioned(route string, from, to herald.Status) {
-	m.transitions.WithLabelValues(route, string(from), string(to)).Inc()
+	m.transitions.WithLabelValues(routeLabel(route), string(from), string(to)).Inc()
 }
 
 // Delivered records a delivery's latency.
 func (m *Metrics) Delivered(route string, latency time.Duration) {
-	m.latency.WithLabelValues(route).Observe(latency.Seconds())
+	m.latency.WithLabelValues(routeLabel(route)).Observe(latency.Seconds())
 }
 
 // Throttled counts a message of route held back for reason, and a pause
 // of its lane when it paused.
 func (m *Metrics) Throttled(route, reason string, lanePaused bool) {
-	m.throttled.WithLabelValues(route, reason).Inc()
+	m.throttled.WithLabelValues(routeLabel(route), reason).Inc()
 	if lanePaused {
-		m.lanePauses.WithLabelValues(route, reason).Inc()
+		m.lanePauses.WithLabelValues(routeLabel(route), reason).Inc()
 	}
 }
 
 // Inbound counts an event a route's network sent back.
 func (m *Metrics) Inbound(route, kind, result string) {
-	m.inbound.WithLabelValues(route, kind, result).Inc()
+	m.inbound.WithLabelValues(routeLabel(route), kind, result).Inc()
 }
 
 // Problem counts something that went wrong.

@@ -154,3 +154,34 @@ func TestEachMetricsHasItsOwnRegistry(t *testing.T) {
 		t.Errorf("b sees %d problem series from a", n)
 	}
 }
+
+// TestRoomRoutesAreOneLabel: the routes of rooms, whose names tenants
+// choose, are all the label "room:", in the counters and in the gauge of
+// the messages kept.
+func TestRoomRoutesAreOneLabel(t *testing.T) {
+	m := New()
+	m.Transitioned("room:acme-secret-project", "", herald.StatusQueued)
+	m.Transitioned("room:orders", "", herald.StatusQueued)
+	m.Delivered("room:orders", time.Second)
+	m.Throttled("room:orders", "backpressure", true)
+	m.Inbound("room:orders", "up", "stored")
+	m.WatchCounts(func(context.Context) ([]herald.Count, error) {
+		return []herald.Count{{Tenant: "acme", Route: "room:a", Status: herald.StatusQueued, N: 2},
+			{Tenant: "other", Route: "room:b", Status: herald.StatusQueued, N: 3}}, nil
+	})
+	if got := testutil.ToFloat64(m.transitions.WithLabelValues("room:", "", "QUEUED")); got != 2 {
+		t.Errorf("room: creations = %v, want 2", got)
+	}
+	var text strings.Builder
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	text.WriteString(rec.Body.String())
+	for _, secret := range []string{"acme-secret-project", "orders", `route="room:a"`, `route="room:b"`} {
+		if strings.Contains(text.String(), secret) {
+			t.Errorf("/metrics carries %q", secret)
+		}
+	}
+	if !strings.Contains(text.String(), `herald_messages{route="room:",status="QUEUED"} 5`) {
+		t.Errorf("the rooms' messages are not summed under room:")
+	}
+}

@@ -2,6 +2,9 @@ package notify
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -130,5 +133,35 @@ func TestNewRejectsBadURL(t *testing.T) {
 		if _, err := New(u, nil, nil, nil); err == nil {
 			t.Errorf("New(%q) succeeded", u)
 		}
+	}
+}
+
+// TestDeliverHMAC: a sink signing with HMAC puts the hex HMAC-SHA256 of
+// the raw body in its header (X-Signature by default), after its prefix,
+// and no Standard Webhooks signature.
+func TestDeliverHMAC(t *testing.T) {
+	secret := []byte("shared-secret")
+	for _, c := range []struct{ header, prefix, want string }{
+		{"", "", "X-Signature"},
+		{"x-device-messaging-signature", "sha256=", "X-Device-Messaging-Signature"},
+	} {
+		var got capture
+		sink, err := New(serve(t, http.StatusOK, &got), secret, nil, func() time.Time { return now })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.HMAC(c.header, c.prefix).Deliver(context.Background(), event()); err != nil {
+			t.Fatal(err)
+		}
+		got.mu.Lock()
+		mac := hmac.New(sha256.New, secret)
+		mac.Write(got.body)
+		if sig := got.header.Get(c.want); sig != c.prefix+hex.EncodeToString(mac.Sum(nil)) {
+			t.Errorf("%s: %q, want %s and the hex HMAC-SHA256 of the body", c.want, sig, c.prefix)
+		}
+		if got.header.Get("webhook-signature") != "" || got.header.Get("webhook-id") != "evt-1" {
+			t.Errorf("headers %v: want webhook-id and no Standard Webhooks signature", got.header)
+		}
+		got.mu.Unlock()
 	}
 }

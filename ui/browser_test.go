@@ -32,12 +32,14 @@ import (
 	"github.com/heraldmq/herald/ui"
 )
 
-// The keys and tenants of the browser tests.
+// The keys and tenants of the browser tests; keyReader is acme's
+// read-only key.
 const (
-	keyAcme  = "acme-key-0123456789"
-	keyOther = "globex-key-0123456789"
-	acme     = "acme"
-	globex   = "globex"
+	keyAcme   = "acme-key-0123456789"
+	keyOther  = "globex-key-0123456789"
+	keyReader = "acme-reader-0123456789"
+	acme      = "acme"
+	globex    = "globex"
 )
 
 // patience bounds every wait for the page or the engine.
@@ -140,12 +142,13 @@ func startHerald(t *testing.T) *heraldServer {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	keys := map[string]string{keyAcme: acme, keyOther: globex}
-	admin := ui.New(ui.Config{Keys: keys, Logger: logger})
+	keys := map[string]string{keyAcme: acme, keyOther: globex, keyReader: acme}
+	roles := map[string]httpapi.Role{keyReader: httpapi.RoleRead}
+	admin := ui.New(ui.Config{Keys: keys, Roles: roles, Logger: logger})
 	mux := http.NewServeMux()
 	mux.Handle(ui.Path, admin)
 	mux.Handle(ui.Path+"/", admin)
-	mux.Handle("/", httpapi.New(httpapi.Config{Engine: h.engine, Keys: keys, Logger: logger, Sessions: admin}))
+	mux.Handle("/", httpapi.New(httpapi.Config{Engine: h.engine, Keys: keys, Roles: roles, Logger: logger, Sessions: admin}))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		mux.ServeHTTP(rec, r)
@@ -657,11 +660,11 @@ func TestAdminPageInBrowser(t *testing.T) {
 			t.Errorf("the purged dead letter is still there: %v", err)
 		}
 
-		// Charts: the hour's numbers are the engine's.
+		// Charts: the hour's numbers are the engine's, of the tenant's messages.
 		tb.do(chromedp.Click(chromedp.CSS(`a[data-nav="charts"]`)))
 		tb.until("the charts", `!!document.getElementById("flow-total") && !!document.querySelector("#chart-latency path[data-series=p50]")`)
 		var sent, succeeded, failedN, retried int64
-		for _, a := range h.engine.Activity() {
+		for _, a := range h.engine.Activity(acme) {
 			sent, succeeded, failedN, retried = sent+a.Sent, succeeded+a.Succeeded, failedN+a.Failed, retried+a.Retried
 		}
 		shown := eval[map[string]string](tb, `({...document.getElementById("flow-total").dataset})`)

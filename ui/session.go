@@ -3,39 +3,42 @@ package ui
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/heraldmq/herald/httpapi"
 )
 
-// maxFormBytes bounds the body of the login and logout forms.
-const maxFormBytes = 4 << 10
-
 // session is a logged-in browser.
 type session struct {
-	tenant string
+	id httpapi.Identity
 	// csrf is the token the page sends with every change (httpapi.CSRFHeader).
-	csrf    string
-	expires time.Time
+	csrf string
+	// started and seen are when it logged in and when it was last used:
+	// it ends a lifetime after the one or an idle timeout after the other.
+	started, seen time.Time
 }
 
-// sessions holds the live sessions by the SHA-256 of their ids, so that a
-// lookup takes the same time whatever the id shares with a real one.
+// sessionKey is the SHA-256 of a session's id, so that a lookup takes the
+// same time whatever the id shares with a real one.
+type sessionKey = [sha256.Size]byte
+
+// sessions holds the live sessions, by tenant: a tenant's logins make room
+// for themselves by ending that tenant's least recently used session,
+// never another tenant's.
 type sessions struct {
-	mu  sync.Mutex
-	m   map[[sha256.Size]byte]session
-	ttl time.Duration
-	max int
-	now func() time.Time
+	mu        sync.Mutex
+	byKey     map[sessionKey]*session
+	byTenant  map[string]map[sessionKey]*session
+	ttl, idle time.Duration
+	perTenant int
+	now       func() time.Time
 }
 
-func newSessions(ttl time.Duration, max int, now func() time.Time) *sessions {
-	return &sessions{m: map[[sha256.Size]byte]session{}, ttl: ttl, max: max, now: now}
+func newSessions(ttl, idle time.Duration, perTenant int, now func() time.Time) *sessions {
+	return &sessions{byKey: map[sessionKey]*session{}, byTenant: map[string]map[sessionKey]*session{},
+		ttl: ttl, idle: idle, perTenant: perTenant, now: now}
 }
 
 // randomToken returns 256 random bits, URL-safe.
@@ -45,137 +48,99 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// start makes a session of tenant and returns its id.
-func (s *sessions) start(tenant string) string {
-	id := randomToken()
+// live reports whether s is live at now.
+func (s *sessions) live(sess *session, now time.Time) bool {
+	return now.Before(sess.started.Add(s.ttl)) && now.Before(sess.seen.Add(s.idle))
+}
+
+// start makes a session of id and returns its session id. When the tenant
+// has as many live sessions as it may, its least recently used ends.
+func (s *sessions) start(id httpapi.Identity) string {
+	sid := randomToken()
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m) >= s.max {
-		s.sweep(now)
+	own := s.byTenant[id.Tenant]
+	if own == nil {
+		own = map[sessionKey]*session{}
 	}
-	for len(s.m) >= s.max {
-		s.evictOldest()
+	if len(own) >= s.perTenant {
+		for k, sess := range own {
+			if !s.live(sess, now) {
+				s.forget(k, sess)
+			}
+		}
 	}
-	s.m[sha256.Sum256([]byte(id))] = session{tenant: tenant, csrf: randomToken(), expires: now.Add(s.ttl)}
-	return id
+	for len(own) >= s.perTenant {
+		s.evictLeastRecent(own)
+	}
+	k := sha256.Sum256([]byte(sid))
+	sess := &session{id: id, csrf: randomToken(), started: now, seen: now}
+	s.byKey[k], own[k] = sess, sess
+	s.byTenant[id.Tenant] = own // forget drops an emptied map
+	return sid
 }
 
-// get returns the live session id, and forgets it when it has expired.
-func (s *sessions) get(id string) (session, bool) {
-	if id == "" {
+// get returns the live session sid and marks it used; it forgets it when
+// it has ended.
+func (s *sessions) get(sid string) (session, bool) {
+	if sid == "" {
 		return session{}, false
 	}
-	k := sha256.Sum256([]byte(id))
+	k := sha256.Sum256([]byte(sid))
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, ok := s.m[k]
+	sess, ok := s.byKey[k]
 	if !ok {
 		return session{}, false
 	}
-	if !s.now().Before(sess.expires) {
-		delete(s.m, k)
+	if !s.live(sess, now) {
+		s.forget(k, sess)
 		return session{}, false
 	}
-	return sess, true
+	sess.seen = now
+	return *sess, true
 }
 
-// end forgets session id.
-func (s *sessions) end(id string) {
+// end forgets session sid.
+func (s *sessions) end(sid string) {
+	k := sha256.Sum256([]byte(sid))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.m, sha256.Sum256([]byte(id)))
-}
-
-// sweep forgets the expired sessions; s.mu is held.
-func (s *sessions) sweep(now time.Time) {
-	for k, sess := range s.m {
-		if !now.Before(sess.expires) {
-			delete(s.m, k)
-		}
+	if sess, ok := s.byKey[k]; ok {
+		s.forget(k, sess)
 	}
 }
 
-// evictOldest forgets the session closest to its expiry; s.mu is held.
-func (s *sessions) evictOldest() {
+// count returns how many sessions tenant holds, live or not yet forgotten.
+func (s *sessions) count(tenant string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byTenant[tenant])
+}
+
+// forget removes session k; s.mu is held.
+func (s *sessions) forget(k sessionKey, sess *session) {
+	delete(s.byKey, k)
+	own := s.byTenant[sess.id.Tenant]
+	delete(own, k)
+	if len(own) == 0 {
+		delete(s.byTenant, sess.id.Tenant)
+	}
+}
+
+// evictLeastRecent forgets the session of own used least recently; s.mu
+// is held.
+func (s *sessions) evictLeastRecent(own map[sessionKey]*session) {
 	var (
-		oldest [sha256.Size]byte
-		first  time.Time
+		oldest sessionKey
+		victim *session
 	)
-	for k, sess := range s.m {
-		if first.IsZero() || sess.expires.Before(first) {
-			oldest, first = k, sess.expires
+	for k, sess := range own {
+		if victim == nil || sess.seen.Before(victim.seen) {
+			oldest, victim = k, sess
 		}
 	}
-	delete(s.m, oldest)
-}
-
-// loginPage serves the login form, or sends a logged-in browser to the page.
-func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, _, ok := u.Session(r); ok {
-		http.Redirect(w, r, Path, http.StatusSeeOther)
-		return
-	}
-	u.render(w, http.StatusOK, "login.html", pageData{})
-}
-
-// login handles POST /ui/login: the form's key, when it is an API key,
-// starts a session of its tenant, set as the cookie, and sends the browser
-// to the page. A wrong key is answered 401 with the form again; a form
-// posted from another origin is refused 403.
-func (u *UI) login(w http.ResponseWriter, r *http.Request) {
-	if !httpapi.SameOrigin(r) {
-		u.log.Warn("ui: login refused: not from the page's origin", "origin", r.Header.Get("Origin"),
-			"fetch_site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
-		u.render(w, http.StatusForbidden, "login.html", pageData{Error: "This login did not come from herald's own login page. Open it and try again."})
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		u.render(w, http.StatusBadRequest, "login.html", pageData{Error: "The form could not be read. Try again."})
-		return
-	}
-	key := strings.TrimSpace(r.PostFormValue("key"))
-	tenant, ok := u.keys[sha256.Sum256([]byte(key))]
-	if key == "" || !ok {
-		u.log.Warn("ui: login with a wrong key", "remote", r.RemoteAddr)
-		u.render(w, http.StatusUnauthorized, "login.html", pageData{Error: "That key is not valid."})
-		return
-	}
-	if c, err := r.Cookie(CookieName); err == nil {
-		u.sessions.end(c.Value)
-	}
-	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: u.sessions.start(tenant), Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-	})
-	u.log.Info("ui: login", "tenant", tenant, "remote", r.RemoteAddr)
-	http.Redirect(w, r, Path, http.StatusSeeOther)
-}
-
-// logout handles POST /ui/logout: it ends the session, when the form
-// carries its CSRF token and comes from the page's origin, clears the
-// cookie and sends the browser to the login.
-func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
-	if !httpapi.SameOrigin(r) {
-		http.Error(w, "a logout must come from herald's own page", http.StatusForbidden)
-		return
-	}
-	if c, err := r.Cookie(CookieName); err == nil {
-		if s, ok := u.sessions.get(c.Value); ok {
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-			token := r.PostFormValue("csrf")
-			if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.csrf)) != 1 {
-				http.Error(w, "the logout form does not carry the session's token", http.StatusForbidden)
-				return
-			}
-			u.sessions.end(c.Value)
-			u.log.Info("ui: logout", "tenant", s.tenant, "remote", r.RemoteAddr)
-		}
-	}
-	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-	})
-	http.Redirect(w, r, Path+"/login", http.StatusSeeOther)
+	s.forget(oldest, victim)
 }

@@ -6,12 +6,18 @@
 //
 // An operator logs in with an API key (POST /ui/login): the key is checked
 // against the API's keys, and the browser gets an HttpOnly, SameSite=Strict
-// cookie holding an opaque random session id, never the key; the session
-// maps to the key's tenant in this process's memory and ends at logout, at
-// its expiry, or when the process stops. UI implements httpapi.Sessions, so
-// that the API takes the cookie in place of a bearer key; the API refuses a
-// change so authenticated unless it comes from the page's origin with the
-// session's CSRF token, which the page reads from its own HTML.
+// cookie (Secure when the request came over TLS, or through a trusted
+// proxy that says it did) holding an opaque random session id, never the
+// key; the session maps to the key's tenant and role in this process's
+// memory and ends at logout, after its lifetime, when unused for the idle
+// timeout, when its tenant's logins outnumber what a tenant may keep (its
+// least recently used first; never another tenant's), or when the process
+// stops. Failed logins are throttled, exponentially, per client address
+// and per key prefix. UI implements httpapi.Sessions, so that the API
+// takes the cookie in place of a bearer key; the API refuses a change so
+// authenticated unless it comes from the page's origin with the session's
+// CSRF token, which the page reads from its own HTML, and refuses any
+// change of a read-only key's session, whose page shows no buttons.
 //
 // Mount a UI at both /ui and /ui/ of the server that serves the API at /:
 //
@@ -28,6 +34,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -40,12 +47,17 @@ const Path = "/ui"
 // CookieName is the name of the session cookie.
 const CookieName = "herald_session"
 
-// DefaultSessionTTL is how long a login lasts when Config.SessionTTL is zero.
-const DefaultSessionTTL = 12 * time.Hour
-
-// MaxSessions bounds the sessions kept at once; a login beyond it ends the
-// session closest to its expiry.
-const MaxSessions = 10000
+// The defaults of Config.
+const (
+	// DefaultSessionTTL is how long a login lasts at most.
+	DefaultSessionTTL = 12 * time.Hour
+	// DefaultIdleTimeout ends a session unused for that long (an open page
+	// uses its session every few seconds).
+	DefaultIdleTimeout = 30 * time.Minute
+	// DefaultMaxSessionsPerTenant is how many sessions a tenant keeps: a
+	// login beyond it ends that tenant's least recently used session.
+	DefaultMaxSessionsPerTenant = 100
+)
 
 //go:embed assets
 var assets embed.FS
@@ -55,39 +67,74 @@ type Config struct {
 	// Keys maps each API key to its tenant, as httpapi.Config.Keys does.
 	// Keys that are empty or map to an empty tenant are ignored.
 	Keys map[string]string
+	// Roles gives a key of Keys its role, as httpapi.Config.Roles does.
+	Roles map[string]httpapi.Role
 	// SessionTTL is how long a login lasts. Defaults to DefaultSessionTTL.
 	SessionTTL time.Duration
-	// Logger receives a line for every login, failed login and logout.
-	// Defaults to slog.Default().
+	// IdleTimeout ends a session unused for that long. Defaults to
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxSessionsPerTenant bounds each tenant's sessions. Defaults to
+	// DefaultMaxSessionsPerTenant.
+	MaxSessionsPerTenant int
+	// TrustedProxies are the networks of the proxies in front of herald
+	// (the config's http.trusted_proxies): a request from one is believed
+	// about its client's address (X-Forwarded-For, for the throttle and
+	// the logs) and about TLS (X-Forwarded-Proto: https makes the cookie
+	// Secure).
+	TrustedProxies []netip.Prefix
+	// Logger receives a line for every login, logout, wrong key and burst
+	// of throttled logins. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Problem counts what goes wrong, by kind (ui_login_failed,
+	// ui_login_throttled): a metric. Nil counts nothing.
+	Problem func(kind string)
 }
 
 // UI is the admin page's handler and its sessions.
 type UI struct {
-	keys     map[[sha256.Size]byte]string
-	sessions *sessions
-	log      *slog.Logger
-	pages    *template.Template
-	static   http.Handler
+	keys             map[[sha256.Size]byte]httpapi.Identity
+	sessions         *sessions
+	byAddr, byPrefix *throttle // failed logins
+	proxies          proxies
+	log              *slog.Logger
+	problem          func(kind string)
+	pages            *template.Template
+	static           http.Handler
 }
 
 var _ httpapi.Sessions = (*UI)(nil)
 
 // New returns the page's handler.
 func New(cfg Config) *UI {
-	u := &UI{keys: make(map[[sha256.Size]byte]string, len(cfg.Keys)), log: cfg.Logger}
+	u := &UI{keys: make(map[[sha256.Size]byte]httpapi.Identity, len(cfg.Keys)), log: cfg.Logger, problem: cfg.Problem,
+		proxies: proxies(cfg.TrustedProxies)}
 	for key, tenant := range cfg.Keys {
 		if key != "" && tenant != "" {
-			u.keys[sha256.Sum256([]byte(key))] = tenant
+			role := cfg.Roles[key]
+			if role == "" {
+				role = httpapi.RoleWrite
+			}
+			u.keys[sha256.Sum256([]byte(key))] = httpapi.Identity{Tenant: tenant, Role: role}
 		}
 	}
-	ttl := cfg.SessionTTL
+	ttl, idle, perTenant := cfg.SessionTTL, cfg.IdleTimeout, cfg.MaxSessionsPerTenant
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	u.sessions = newSessions(ttl, MaxSessions, time.Now)
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	if perTenant <= 0 {
+		perTenant = DefaultMaxSessionsPerTenant
+	}
+	u.sessions = newSessions(ttl, idle, perTenant, time.Now)
+	u.byAddr, u.byPrefix = newThrottle(addrRule, time.Now), newThrottle(prefixRule, time.Now)
 	if u.log == nil {
 		u.log = slog.Default()
+	}
+	if u.problem == nil {
+		u.problem = func(string) {}
 	}
 	u.pages = template.Must(template.ParseFS(assets, "assets/*.html"))
 	sub, err := fs.Sub(assets, "assets")
@@ -98,18 +145,18 @@ func New(cfg Config) *UI {
 	return u
 }
 
-// Session returns the tenant and CSRF token of r's session cookie; it
-// implements httpapi.Sessions.
-func (u *UI) Session(r *http.Request) (tenant, csrfToken string, ok bool) {
+// Session returns the identity and CSRF token of r's session cookie, and
+// marks the session used; it implements httpapi.Sessions.
+func (u *UI) Session(r *http.Request) (id httpapi.Identity, csrfToken string, ok bool) {
 	c, err := r.Cookie(CookieName)
 	if err != nil {
-		return "", "", false
+		return httpapi.Identity{}, "", false
 	}
 	s, ok := u.sessions.get(c.Value)
 	if !ok {
-		return "", "", false
+		return httpapi.Identity{}, "", false
 	}
-	return s.tenant, s.csrf, true
+	return s.id, s.csrf, true
 }
 
 // ServeHTTP serves the page at /ui and /ui/, the login at /ui/login, the
@@ -157,18 +204,20 @@ func (u *UI) methods(w http.ResponseWriter, r *http.Request, h http.HandlerFunc,
 // pageData is what the page templates show.
 type pageData struct {
 	Tenant string
-	CSRF   string
-	Error  string
+	// Role is the session's: the page shows no buttons to "read".
+	Role  httpapi.Role
+	CSRF  string
+	Error string
 }
 
 // page serves the page to a logged-in browser, and sends any other to the login.
 func (u *UI) page(w http.ResponseWriter, r *http.Request) {
-	tenant, token, ok := u.Session(r)
+	id, token, ok := u.Session(r)
 	if !ok {
 		http.Redirect(w, r, Path+"/login", http.StatusSeeOther)
 		return
 	}
-	u.render(w, http.StatusOK, "index.html", pageData{Tenant: tenant, CSRF: token})
+	u.render(w, http.StatusOK, "index.html", pageData{Tenant: id.Tenant, Role: id.Role, CSRF: token})
 }
 
 // asset serves a file of assets/.

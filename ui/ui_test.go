@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldmq/herald/httpapi"
 )
 
 const (
@@ -82,7 +84,8 @@ func tenantOf(u *UI, c *http.Cookie) (string, string, bool) {
 	if c != nil {
 		req.AddCookie(c)
 	}
-	return u.Session(req)
+	id, token, ok := u.Session(req)
+	return id.Tenant, token, ok
 }
 
 func TestLoginSetsAnOpaqueStrictCookie(t *testing.T) {
@@ -133,7 +136,7 @@ func TestWrongKeyCannotLogIn(t *testing.T) {
 			t.Errorf("%s: the login form does not say the key is wrong", name)
 		}
 	}
-	if n := len(u.sessions.m); n != 0 {
+	if n := len(u.sessions.byKey); n != 0 {
 		t.Errorf("%d sessions after failed logins, want none", n)
 	}
 }
@@ -231,39 +234,65 @@ func TestLogoutNeedsTheTokenAndEndsTheSession(t *testing.T) {
 	}
 }
 
-func TestSessionsExpireAndAreBounded(t *testing.T) {
+// TestSessionsEndAndAreBoundedPerTenant: a session ends after its
+// lifetime however much it is used, or unused for the idle timeout; a
+// tenant's logins beyond its bound end its least recently used session,
+// never another tenant's.
+func TestSessionsEndAndAreBoundedPerTenant(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := newSessions(time.Hour, 3, func() time.Time { return now })
-	first := s.start("a")
-	now = now.Add(time.Minute)
-	second := s.start("b")
-	if _, ok := s.get(first); !ok {
-		t.Fatal("a new session is not live")
+	s := newSessions(time.Hour, 10*time.Minute, 3, func() time.Time { return now })
+	a, b := httpapi.Identity{Tenant: "a", Role: httpapi.RoleWrite}, httpapi.Identity{Tenant: "b", Role: httpapi.RoleRead}
+	used := s.start(a)
+	idle := s.start(a)
+	for i := range 6 { // used every 9 minutes: lives until its hour
+		now = now.Add(9 * time.Minute)
+		if sess, ok := s.get(used); !ok || sess.id != a {
+			t.Fatalf("a session used every 9 minutes ended after %v", time.Duration(i+1)*9*time.Minute)
+		}
 	}
-	now = now.Add(59*time.Minute - time.Nanosecond)
-	if _, ok := s.get(first); !ok {
+	if _, ok := s.get(idle); ok {
+		t.Error("a session unused for 54 minutes lives, past its idle timeout of 10")
+	}
+	now = now.Add(6*time.Minute - time.Nanosecond) // just short of an hour after the login; idle for 6 minutes
+	if _, ok := s.get(used); !ok {
 		t.Error("a session ended before its hour")
 	}
 	now = now.Add(time.Nanosecond)
-	if _, ok := s.get(first); ok {
-		t.Error("a session lives past its hour")
+	if _, ok := s.get(used); ok {
+		t.Error("a session lives past its hour, however much it is used")
 	}
-	if _, ok := s.get(second); !ok {
-		t.Error("the second session ended with the first")
+
+	// b's one session, then a's logins beyond the bound: a's oldest go.
+	bs := s.start(b)
+	var as []string
+	for range 10 {
+		now = now.Add(time.Second)
+		as = append(as, s.start(a))
 	}
-	// Full: the session closest to its expiry goes.
-	third, fourth := s.start("c"), s.start("d")
-	fifth := s.start("e")
-	if _, ok := s.get(second); ok {
-		t.Error("the oldest session survived a login beyond the bound")
+	if sess, ok := s.get(bs); !ok || sess.id != b {
+		t.Fatal("another tenant's logins ended b's session")
 	}
-	for _, id := range []string{third, fourth, fifth} {
-		if _, ok := s.get(id); !ok {
-			t.Error("a newer session was evicted")
+	for i, id := range as {
+		if _, ok := s.get(id); ok != (i >= 7) {
+			t.Errorf("a's login %d live = %v, want only the last 3", i, ok)
 		}
 	}
-	if len(s.m) > 3 {
-		t.Errorf("%d sessions kept, want at most 3", len(s.m))
+	if n := s.count("a"); n != 3 {
+		t.Errorf("a holds %d sessions, want 3", n)
+	}
+	// Using an older session keeps it: the least recently used goes.
+	now = now.Add(time.Second)
+	s.get(as[9])
+	now = now.Add(time.Second)
+	s.get(as[7])
+	newest := s.start(a)
+	if _, ok := s.get(as[8]); ok {
+		t.Error("the least recently used session survived")
+	}
+	for _, id := range []string{as[7], as[9], newest} {
+		if _, ok := s.get(id); !ok {
+			t.Error("a recently used session was ended")
+		}
 	}
 }
 

@@ -30,12 +30,22 @@
 // # Outcomes
 //
 // V1 polls read Result.Status: null or "unknown" pending, "True" done,
-// "False" failed; ResultCode "99" is a rejected token. V2 polls read the
-// task's status: 0 processing, 1 done, 2 failed, 3 a rejected token. A
-// failed task is retried with the vendor's reason (TO_RETRY, a new task);
-// a rejected token fails at once (STS tokens are single-use: delivering it
-// again cannot succeed). A poll that errs (network, 5xx, an answer that is
-// not the API's) is tried again at the next poll. V2 logs in for a bearer
+// "False" failed at the meter; ResultCode "99" is a rejected token. V2
+// polls read the task's status: 0 processing, 1 done, 2 failed at the
+// meter, 3 a rejected token. A task that ended, done or failed at the
+// meter, delivers its message: the meter received the command, and the
+// execution's outcome is the message's result (ResultExecution, and
+// ResultReason for a failure: the vendor's reason), as the reference
+// client reports EXECUTION_SUCCESS and EXECUTION_FAILURE. With
+// RetryFailedTasks a task failed at the meter is retried with the
+// vendor's reason instead (TO_RETRY, a new task). A rejected token on V1
+// (no task in the answer), or on V2 when failed tasks are retried, fails
+// at once (STS tokens are single-use: delivering it again cannot
+// succeed). A poll answered without the task (V1 no Result, V2 a code
+// other than 0 or no task row: "task … does not exist") fails at once
+// with the vendor's reason, as the reference client does. A poll that
+// errs (network, 5xx, an answer that is not the API's) is tried again at
+// the next poll. V2 logs in for a bearer
 // token, renews it before its JWT expiry, and logs in once more when a call
 // answers 401; a second 401 is an error, retried later.
 //

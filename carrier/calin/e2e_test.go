@@ -2,6 +2,7 @@ package calin
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -24,6 +25,12 @@ type e2e struct {
 // eachAPIAndStore runs f for V1 and V2 on each store, with a simulator
 // configured by cfg (its API set) and wrapped by wrap.
 func eachAPIAndStore(t *testing.T, cfg calinsim.Config, wrap func(http.Handler) http.Handler, f func(t *testing.T, e *e2e)) {
+	eachAPIAndStoreRetrying(t, cfg, wrap, false, f)
+}
+
+// eachAPIAndStoreRetrying is eachAPIAndStore with carriers whose
+// RetryFailedTasks is retry.
+func eachAPIAndStoreRetrying(t *testing.T, cfg calinsim.Config, wrap func(http.Handler) http.Handler, retry bool, f func(t *testing.T, e *e2e)) {
 	for _, version := range []calinsim.API{calinsim.V1, calinsim.V2} {
 		t.Run(string(version), func(t *testing.T) {
 			eachStore(t, func(t *testing.T, open func(*testing.T) herald.Store) {
@@ -31,7 +38,7 @@ func eachAPIAndStore(t *testing.T, cfg calinsim.Config, wrap func(http.Handler) 
 				c := cfg
 				c.API = version
 				s, url := startSim(t, c, clk, wrap)
-				carrier, params := simCarrier(t, version, url, clk)
+				carrier, params := simCarrierRetrying(t, version, url, clk, retry)
 				e := &e2e{rig: newRig(t, open(t), clk, taskRoute(t, "meters", carrier)), sim: s, params: params}
 				f(t, e)
 			})
@@ -108,7 +115,7 @@ func TestEndToEndPollLadderBoundariesInMilliseconds(t *testing.T) {
 			s, url := startSim(t, calinsim.Config{API: calinsim.V1, Latency: time.Hour}, clk, nil)
 			carrier, params := simCarrier(t, calinsim.V1, url, clk)
 			r := newRig(t, stores()[0].open(t), clk, taskRoute(t, "meters", carrier))
-			r.send(herald.SendRequest{Route: "meters", Target: "47001", Params: params})
+			r.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: params})
 			clk.Advance(c.accepted)
 			r.start()
 			r.settle()
@@ -131,11 +138,46 @@ func TestEndToEndPollLadderBoundariesInMilliseconds(t *testing.T) {
 	}
 }
 
-// TestEndToEndFailedTaskRetriesWithTheReason: a task that fails sends the
-// message to TO_RETRY with the vendor's reason; the retry creates a new
-// task.
-func TestEndToEndFailedTaskRetriesWithTheReason(t *testing.T) {
+// TestEndToEndFailedExecutionIsDelivered: a task that ends with the
+// meter's failure to carry the command out (V1 Result.Status False, V2
+// status 2) delivers the message, with the execution's failure in its
+// result, its timeline and its outcome; one task, no retry.
+func TestEndToEndFailedExecutionIsDelivered(t *testing.T) {
 	eachAPIAndStore(t, calinsim.Config{FailRate: 1, Latency: 5 * time.Second}, nil, func(t *testing.T, e *e2e) {
+		e.start()
+		m := e.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: e.params})
+		e.advance(10 * time.Second)
+		got := e.want(m.ID, herald.StatusDeliverySuccessful, 1)
+		last := got.Timeline[len(got.Timeline)-1]
+		if v := got.View(); v.Result[ResultExecution] != ExecFailure || v.Result[ResultReason] != reasonExecutionFailed ||
+			!strings.Contains(last.Reason, "execution: failure") {
+			t.Fatalf("result %v, last timeline entry %q; want the execution's failure", v.Result, last.Reason)
+		}
+		e.advance(time.Hour)
+		if n := len(e.sim.Tasks()); n != 1 {
+			t.Fatalf("%d tasks, want exactly 1", n)
+		}
+	})
+}
+
+// TestEndToEndSucceededExecution: a task done delivers its message with
+// the execution's success as its result.
+func TestEndToEndSucceededExecution(t *testing.T) {
+	eachAPIAndStore(t, calinsim.Config{Latency: 5 * time.Second}, nil, func(t *testing.T, e *e2e) {
+		e.start()
+		m := e.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: e.params})
+		e.advance(10 * time.Second)
+		if got := e.want(m.ID, herald.StatusDeliverySuccessful, 1); got.Result[ResultExecution] != ExecSuccess {
+			t.Fatalf("result %v, want the execution's success", got.Result)
+		}
+	})
+}
+
+// TestEndToEndRetryFailedTasks: with RetryFailedTasks, a task that fails
+// sends the message to TO_RETRY with the vendor's reason; the retry
+// creates a new task.
+func TestEndToEndRetryFailedTasks(t *testing.T) {
+	eachAPIAndStoreRetrying(t, calinsim.Config{FailRate: 1, Latency: 5 * time.Second}, nil, true, func(t *testing.T, e *e2e) {
 		e.start()
 		m := e.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: e.params})
 		e.advance(10 * time.Second)
@@ -151,20 +193,60 @@ func TestEndToEndFailedTaskRetriesWithTheReason(t *testing.T) {
 	})
 }
 
-// TestEndToEndRejectedTokenFailsAtOnce: a token the meter rejects ends
-// DELIVERY_FAILED at its first poll, without retry.
-func TestEndToEndRejectedTokenFailsAtOnce(t *testing.T) {
-	eachAPIAndStore(t, calinsim.Config{TokenRejectRate: 1}, nil, func(t *testing.T, e *e2e) {
+// TestEndToEndRejectedToken: a token the meter rejects on V1 (ResultCode
+// 99, no task) ends DELIVERY_FAILED at its first poll, without retry, in
+// both modes; on V2 (status 3) it is the execution's failure, delivered,
+// unless failed tasks are retried: then it fails at once too.
+func TestEndToEndRejectedToken(t *testing.T) {
+	for _, retry := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "retry_failed_tasks"}[retry], func(t *testing.T) {
+			eachAPIAndStoreRetrying(t, calinsim.Config{TokenRejectRate: 1}, nil, retry, func(t *testing.T, e *e2e) {
+				e.start()
+				m := e.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: e.token()})
+				e.advance(10 * time.Second)
+				if e.sim.API() == calinsim.V2 && !retry {
+					if got := e.want(m.ID, herald.StatusDeliverySuccessful, 1); got.Result[ResultReason] != reasonTokenRejected {
+						t.Fatalf("result %v, want the token's rejection", got.Result)
+					}
+				} else if got := e.want(m.ID, herald.StatusDeliveryFailed, 1); !strings.Contains(got.LastError, "rejected") {
+					t.Fatalf("last error %q", got.LastError)
+				}
+				e.advance(time.Hour)
+				if n := len(e.sim.Tasks()); n != 1 {
+					t.Fatalf("%d tasks, want 1", n)
+				}
+			})
+		})
+	}
+}
+
+// TestEndToEndLostTaskFailsAtOnce: a poll answered that the task does not
+// exist fails the message at once with the vendor's text, instead of
+// polling it for 48 h; a replay creates the task afresh.
+func TestEndToEndLostTaskFailsAtOnce(t *testing.T) {
+	eachAPIAndStore(t, calinsim.Config{Latency: 5 * time.Second}, nil, func(t *testing.T, e *e2e) {
 		e.start()
-		m := e.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: e.token()})
+		m := e.send(herald.SendRequest{Route: "meters", Target: "47001", Lane: "dcu-1", Params: e.params})
+		e.settle()
+		got := e.want(m.ID, herald.StatusDeliveredToNS, 1)
+		if !e.sim.Forget(got.ExternalID) {
+			t.Fatalf("the simulator has no task %q", got.ExternalID)
+		}
 		e.advance(10 * time.Second)
-		got := e.want(m.ID, herald.StatusDeliveryFailed, 1)
-		if !strings.Contains(got.LastError, "rejected the token") {
-			t.Fatalf("last error %q", got.LastError)
+		got = e.want(m.ID, herald.StatusDeliveryFailed, 1)
+		if want := "task " + got.ExternalID + " does not exist"; !strings.Contains(got.LastError, want) {
+			t.Fatalf("last error %q, want the vendor's %q", got.LastError, want)
 		}
 		e.advance(time.Hour)
-		if n := len(e.sim.Tasks()); n != 1 {
-			t.Fatalf("%d tasks, want 1", n)
+		if n := len(e.sim.Tasks()); n != 1 || len(e.pollTimes()) != 1 {
+			t.Fatalf("%d tasks, %d polls; want 1 and 1", n, len(e.pollTimes()))
+		}
+		if _, err := e.eng.Replay(context.Background(), "acme", m.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.advance(10 * time.Second)
+		if got := e.want(m.ID, herald.StatusDeliverySuccessful, 1); len(e.sim.Tasks()) != 2 {
+			t.Fatalf("after a replay: %s with %d tasks, want a second task", got.Status, len(e.sim.Tasks()))
 		}
 	})
 }
@@ -200,7 +282,7 @@ func TestEndToEndPollErrorMovesTheScheduleOn(t *testing.T) {
 }
 
 // TestEndToEndTaskTimesOutAt48Hours: a task still pending at 48 h of age
-// fails "timed out waiting for remote task completion", without retry.
+// fails "Timed out waiting for remote task completion", without retry.
 func TestEndToEndTaskTimesOutAt48Hours(t *testing.T) {
 	eachAPIAndStore(t, calinsim.Config{Latency: 100 * time.Hour}, nil, func(t *testing.T, e *e2e) {
 		e.start()
@@ -212,7 +294,7 @@ func TestEndToEndTaskTimesOutAt48Hours(t *testing.T) {
 		e.want(m.ID, herald.StatusDeliveredToNS, 1)
 		e.advance(time.Hour)
 		got := e.want(m.ID, herald.StatusDeliveryFailed, 1)
-		if !strings.Contains(got.LastError, "timed out waiting for remote task completion") {
+		if !strings.HasPrefix(got.LastError, herald.TaskTimeoutReason) {
 			t.Fatalf("last error %q", got.LastError)
 		}
 		e.advance(time.Hour)
@@ -251,4 +333,31 @@ func TestEndToEndFivePerDCU(t *testing.T) {
 		e.advance(time.Second) // the reaper's next turn wakes the dispatcher: the sixth goes
 		e.want(ms[5].ID, herald.StatusDeliveredToNS, 1)
 	})
+}
+
+// TestLaneIsRequiredUnlessTheRouteHasOne: a calin message must name its
+// DCU as its lane (400 naming lane, nothing stored), unless its route
+// has a default lane, which it then takes.
+func TestLaneIsRequiredUnlessTheRouteHasOne(t *testing.T) {
+	for _, version := range []calinsim.API{calinsim.V1, calinsim.V2} {
+		t.Run(string(version), func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			_, url := startSim(t, calinsim.Config{API: version}, clk, nil)
+			carrier, params := simCarrier(t, version, url, clk)
+			withLane := taskRoute(t, "dcu-route", carrier)
+			withLane.Lane = "dcu-7"
+			r := newRig(t, stores()[0].open(t), clk, taskRoute(t, "meters", carrier), withLane)
+			_, _, err := r.eng.Send(context.Background(), "acme", herald.SendRequest{Route: "meters", Target: "47001", Text: "x", Params: params})
+			var invalid *herald.InvalidError
+			if !errors.As(err, &invalid) || invalid.Field != "lane" || !strings.Contains(err.Error(), "DCU") {
+				t.Fatalf("a message without a lane: %v, want an invalid lane naming the DCU", err)
+			}
+			if msgs, _, err := r.eng.List(context.Background(), "acme", herald.Query{}); err != nil || len(msgs) != 0 {
+				t.Fatalf("stored %v, %v; want nothing", msgs, err)
+			}
+			if m := r.send(herald.SendRequest{Route: "dcu-route", Target: "47001", Params: params}); m.Lane != "dcu-7" {
+				t.Fatalf("lane %q, want the route's dcu-7", m.Lane)
+			}
+		})
+	}
 }

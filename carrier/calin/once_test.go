@@ -225,10 +225,21 @@ func simCarrier(t *testing.T, version calinsim.API, url string, clk *clock.Fake)
 	Close() error
 }, map[string]string) {
 	t.Helper()
+	return simCarrierRetrying(t, version, url, clk, false)
+}
+
+// simCarrierRetrying is simCarrier with RetryFailedTasks set to retry.
+func simCarrierRetrying(t *testing.T, version calinsim.API, url string, clk *clock.Fake, retry bool) (interface {
+	herald.Carrier
+	Close() error
+}, map[string]string) {
+	t.Helper()
 	if version == calinsim.V1 {
-		return newV1(t, url, clk), map[string]string{ParamCommand: CommandReading, ParamDataItem: "Current Credit Register"}
+		return newV1(t, url, clk, func(c *V1Config) { c.RetryFailedTasks = retry }),
+			map[string]string{ParamCommand: CommandReading, ParamDataItem: "Current Credit Register"}
 	}
-	return newV2(t, url, clk), map[string]string{ParamCommand: CommandReading, ParamProtocolID: "39"}
+	return newV2(t, url, clk, func(c *V2Config) { c.RetryFailedTasks = retry }),
+		map[string]string{ParamCommand: CommandReading, ParamProtocolID: "39"}
 }
 
 // createCalls returns the simulator's create calls.

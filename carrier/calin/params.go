@@ -35,6 +35,10 @@ const (
 // names none.
 const V2ProtocolToken = 30000
 
+// requiredLane is what a Calin message's lane is, for the error that
+// refuses a message without one on a route without a default lane.
+const requiredLane = "the DCU the meter is reached through (the taskpoll profile runs 5 tasks at a time per DCU)"
+
 // maxField bounds a target or a param the vendor is sent.
 const maxField = 128
 

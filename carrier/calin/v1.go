@@ -28,6 +28,10 @@ type V1Config struct {
 	// that began it (see the package comment). Defaults to
 	// DefaultCreateTimeout.
 	CreateTimeout time.Duration
+	// RetryFailedTasks retries a task the meter did not carry out with a
+	// new task (a rejected token fails at once). By default such a task
+	// delivers its message, with the execution's failure as its result.
+	RetryFailedTasks bool
 	// Now tells the time for Retry-After dates; nil means time.Now.
 	Now func() time.Time
 }
@@ -35,15 +39,17 @@ type V1Config struct {
 // V1 is the calin-v1 carrier: a pull carrier that creates one V1 COMM task
 // per message and polls it. It is safe for concurrent use.
 type V1 struct {
-	w       wire
-	creds   v1Creds
-	creator *creator
+	w           wire
+	creds       v1Creds
+	creator     *creator
+	retryFailed bool
 }
 
 var (
-	_ herald.Carrier = (*V1)(nil)
-	_ herald.Resumer = (*V1)(nil)
-	_ herald.Poller  = (*V1)(nil)
+	_ herald.Resumer      = (*V1)(nil)
+	_ herald.Poller       = (*V1)(nil)
+	_ herald.Carrier      = (*V1)(nil)
+	_ herald.LaneRequirer = (*V1)(nil)
 )
 
 // v1Creds are the credentials of every V1 body.
@@ -81,7 +87,8 @@ func NewV1(c V1Config) (*V1, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &V1{w: w, creds: v1Creds{c.Company, c.Username, c.Password}, creator: newCreator("calin-v1", c.CreateTimeout)}, nil
+	return &V1{w: w, creds: v1Creds{c.Company, c.Username, c.Password}, creator: newCreator("calin-v1", c.CreateTimeout),
+		retryFailed: c.RetryFailedTasks}, nil
 }
 
 // Path returns herald.PathPull: an accepted message is a task, polled
@@ -116,6 +123,10 @@ func v1Task(m *herald.Message) (task, error) {
 	t.dataItem, t.data, t.token = m.Params[ParamDataItem], m.Params[ParamData], m.Params[ParamToken]
 	return t, err
 }
+
+// RequiredLane says what a message's lane is (herald.LaneRequirer): its
+// meter's DCU, whose tasks the route's admission bounds.
+func (c *V1) RequiredLane() string { return requiredLane }
 
 // CallTimeout bounds a send: the create call's own bound and a little
 // more, so that the engine keeps the message's claim alive while a slow
@@ -163,8 +174,9 @@ func (c *V1) create(ctx context.Context, t task) (string, error) {
 }
 
 // Poll asks how m's task is doing: Result.Status null or "unknown" is
-// pending, "True" done, "False" failed (retried); ResultCode "99", a
-// rejected token, fails at once.
+// pending, "True" done, "False" done with the execution's failure as the
+// result (or, with RetryFailedTasks, failed and retried); ResultCode
+// "99", a rejected token, and an answer without the task fail at once.
 func (c *V1) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, map[string]string, error) {
 	t, err := v1Task(m)
 	if err != nil {
@@ -182,7 +194,7 @@ func (c *V1) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, ma
 	if err != nil {
 		err = fmt.Errorf("calin-v1: task %s (%s): %s: %w", m.ExternalID, t.describe(), path[1:], err)
 	}
-	return res, nil, err
+	return pollOutcome(res, err, c.retryFailed)
 }
 
 // body returns fields with the account's credentials added.

@@ -78,21 +78,42 @@ func TestV1EachCommandReachesItsEndpoints(t *testing.T) {
 	}
 }
 
-// TestV1FailedTaskIsRetryableWithTheReason: Result.Status "False" is a
-// failed task whose error is transient and says so.
-func TestV1FailedTaskIsRetryableWithTheReason(t *testing.T) {
+// TestV1FailedTaskIsDeliveredWithItsExecution: Result.Status "False"
+// ends the task: delivered, with the execution's failure and its reason
+// as the result; with RetryFailedTasks it is a failed task whose error is
+// transient and says so.
+func TestV1FailedTaskIsDeliveredWithItsExecution(t *testing.T) {
 	clk := clock.NewFake(t0)
 	_, url := startSim(t, calinsim.Config{API: calinsim.V1, FailRate: 1}, clk, nil)
-	c := newV1(t, url, clk)
-	m := msg("47001", "command=control", "data_item=Switch On")
-	res, err := c.Send(context.Background(), m)
-	if err != nil {
-		t.Fatal(err)
+	for _, retry := range []bool{false, true} {
+		c := newV1(t, url, clk, func(c *V1Config) { c.RetryFailedTasks = retry })
+		m := msg("47001", "command=control", "data_item=Switch On")
+		res, err := c.Send(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ExternalID = res.ExternalID
+		got, result, err := c.Poll(context.Background(), m)
+		switch {
+		case !retry && (got != herald.PollSucceeded || err != nil || result[ResultExecution] != ExecFailure || result[ResultReason] != reasonExecutionFailed):
+			t.Fatalf("poll of a failed task: %v, %v, %v; want PollSucceeded with the execution's failure", got, result, err)
+		case retry && (got != herald.PollFailed || err == nil || isPermanent(err) || !strings.Contains(err.Error(), "Result.Status False")):
+			t.Fatalf("poll of a failed task, retrying failed tasks: %v, %v; want PollFailed with a transient reason", got, err)
+		}
 	}
-	m.ExternalID = res.ExternalID
+}
+
+// TestV1UnknownTaskFailsPermanently: a poll answered without a Result,
+// "task … does not exist", fails at once with the vendor's reason.
+func TestV1UnknownTaskFailsPermanently(t *testing.T) {
+	clk := clock.NewFake(t0)
+	_, url := startSim(t, calinsim.Config{API: calinsim.V1}, clk, nil)
+	c := newV1(t, url, clk)
+	m := msg("47001", "command=reading", "data_item=Voltage")
+	m.ExternalID = "4242"
 	got, _, err := c.Poll(context.Background(), m)
-	if got != herald.PollFailed || err == nil || isPermanent(err) || !strings.Contains(err.Error(), "Result.Status False") {
-		t.Fatalf("poll of a failed task: %v, %v; want PollFailed with a transient reason", got, err)
+	if got != herald.PollFailed || !isPermanent(err) || !strings.Contains(err.Error(), `"task 4242 does not exist"`) {
+		t.Fatalf("poll of an unknown task: %v, %v; want PollFailed, permanent, with the vendor's reason", got, err)
 	}
 }
 

@@ -96,9 +96,10 @@ func (w wire) parseV1Create(a answer) (string, error) {
 }
 
 // parseV1Result reads the answer of a poll: Result.Status null, "unknown"
-// or absent is pending, "True" done, "False" failed with the vendor's
-// reason; ResultCode "99" is a rejected token, failed permanently. Any
-// other answer is a poll error.
+// or absent is pending, "True" done, "False" failed at the meter with the
+// vendor's reason (an *executionError); ResultCode "99" is a rejected
+// token, and an answer without a Result says the API has no such task:
+// both fail permanently. Any other answer is a poll error.
 func (w wire) parseV1Result(a answer) (herald.PollResult, error) {
 	env, err := w.decodeV1(a)
 	if err != nil {
@@ -108,7 +109,7 @@ func (w wire) parseV1Result(a answer) (herald.PollResult, error) {
 		return herald.PollFailed, herald.Permanent(fmt.Errorf("the meter rejected the token (%s), possibly already delivered", env.reason(w)))
 	}
 	if env.Result == nil {
-		return herald.PollPending, fmt.Errorf("no task in the answer: %s", env.reason(w))
+		return herald.PollFailed, herald.Permanent(fmt.Errorf("the API has no such task: %s", env.reason(w)))
 	}
 	status, err := v1Status(env.Result.Status)
 	if err != nil {
@@ -120,11 +121,11 @@ func (w wire) parseV1Result(a answer) (herald.PollResult, error) {
 	case "true":
 		return herald.PollSucceeded, nil
 	case "false":
-		why := "the meter did not carry out the command"
+		why := reasonExecutionFailed
 		if r := w.clean(string(env.Reason)); r != "" && !strings.EqualFold(r, "OK") {
 			why = r
 		}
-		return herald.PollFailed, fmt.Errorf("the task failed: %s (Result.Status False)", why)
+		return herald.PollFailed, &executionError{reason: why, detail: "Result.Status False"}
 	}
 	return herald.PollPending, fmt.Errorf("unexpected Result.Status %q", w.clean(status))
 }

@@ -32,6 +32,10 @@ type V2Config struct {
 	// that began it (see the package comment). Defaults to
 	// DefaultCreateTimeout.
 	CreateTimeout time.Duration
+	// RetryFailedTasks retries a task the meter did not carry out with a
+	// new task (a rejected token fails at once). By default such a task
+	// delivers its message, with the execution's failure as its result.
+	RetryFailedTasks bool
 	// Now tells the time for the bearer token's expiry and Retry-After
 	// dates; nil means time.Now.
 	Now func() time.Time
@@ -41,17 +45,19 @@ type V2Config struct {
 // meter task per message and polls it, logged in with a bearer token. It
 // is safe for concurrent use.
 type V2 struct {
-	w          wire
-	company    string
-	customerID string
-	session    *session
-	creator    *creator
+	w           wire
+	company     string
+	customerID  string
+	session     *session
+	creator     *creator
+	retryFailed bool
 }
 
 var (
-	_ herald.Carrier = (*V2)(nil)
-	_ herald.Resumer = (*V2)(nil)
-	_ herald.Poller  = (*V2)(nil)
+	_ herald.Resumer      = (*V2)(nil)
+	_ herald.Poller       = (*V2)(nil)
+	_ herald.Carrier      = (*V2)(nil)
+	_ herald.LaneRequirer = (*V2)(nil)
 )
 
 // v2Endpoints are the create and poll paths of each V2 command.
@@ -86,8 +92,9 @@ func NewV2(c V2Config) (*V2, error) {
 	}
 	return &V2{
 		w: w, company: c.Company, customerID: c.CustomerID,
-		session: newSession(w, c.UserID, c.Password, c.Company),
-		creator: newCreator("calin-v2", c.CreateTimeout),
+		session:     newSession(w, c.UserID, c.Password, c.Company),
+		creator:     newCreator("calin-v2", c.CreateTimeout),
+		retryFailed: c.RetryFailedTasks,
 	}, nil
 }
 
@@ -139,6 +146,10 @@ func (c *V2) task(m *herald.Message) (task, error) {
 	return t, nil
 }
 
+// RequiredLane says what a message's lane is (herald.LaneRequirer): its
+// meter's DCU, whose tasks the route's admission bounds.
+func (c *V2) RequiredLane() string { return requiredLane }
+
 // CallTimeout bounds a send: the create call's own bound and a little
 // more, so that the engine keeps the message's claim alive while a slow
 // create call runs (herald.SlowCaller).
@@ -189,8 +200,10 @@ func (c *V2) create(ctx context.Context, t task) (string, error) {
 	return "", fmt.Errorf("%s: %w", path[len("/API/RemoteMeterTask/"):], err)
 }
 
-// Poll asks how m's task is doing: status 0 is pending, 1 done, 2 failed
-// (retried), 3 a rejected token (failed at once).
+// Poll asks how m's task is doing: status 0 is pending, 1 done, 2 and 3
+// (a rejected token) done with the execution's failure as the result (or,
+// with RetryFailedTasks, 2 failed and retried, 3 failed at once); an
+// answer without the task fails at once.
 func (c *V2) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, map[string]string, error) {
 	t, err := c.task(m)
 	if err != nil {
@@ -212,7 +225,7 @@ func (c *V2) Poll(ctx context.Context, m *herald.Message) (herald.PollResult, ma
 	if err != nil {
 		err = fmt.Errorf("calin-v2: task %s (%s): %s: %w", m.ExternalID, t.describe(), path[len("/API/RemoteMeterTask/"):], err)
 	}
-	return res, nil, err
+	return pollOutcome(res, err, c.retryFailed)
 }
 
 // Close ends the create calls still running (their messages' retries then

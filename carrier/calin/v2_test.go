@@ -72,33 +72,53 @@ func TestV2CommandsAndTheirFields(t *testing.T) {
 	}
 }
 
-// TestV2FailedTaskRetryableAndRejectedTokenPermanent: status 2 is a
-// transient failure with a reason, status 3 a permanent one.
-func TestV2FailedTaskRetryableAndRejectedTokenPermanent(t *testing.T) {
+// TestV2FailedTaskAndRejectedToken: status 2 and 3 (a rejected token)
+// end the task: delivered, with the execution's failure and its reason
+// as the result. With RetryFailedTasks, status 2 is a transient failure
+// with a reason, status 3 a permanent one.
+func TestV2FailedTaskAndRejectedToken(t *testing.T) {
 	clk := clock.NewFake(t0)
-	_, url := startSim(t, calinsim.Config{API: calinsim.V2, FailRate: 1}, clk, nil)
-	c := newV2(t, url, clk)
-	m := msg("58001", "command=control", "protocol_id=20000")
-	res, err := c.Send(context.Background(), m)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		cfg    calinsim.Config
+		params []string
+		reason string // of the execution's failure
+		detail string // of the error, retrying failed tasks
+		perm   bool
+	}{
+		{calinsim.Config{API: calinsim.V2, FailRate: 1}, []string{"command=control", "protocol_id=20000"}, reasonExecutionFailed, "status 2", false},
+		{calinsim.Config{API: calinsim.V2, TokenRejectRate: 1}, []string{"command=token", "token=11112222333344445555"}, reasonTokenRejected, "status 3", true},
+	} {
+		_, url := startSim(t, c.cfg, clk, nil)
+		for _, retry := range []bool{false, true} {
+			cr := newV2(t, url, clk, func(c *V2Config) { c.RetryFailedTasks = retry })
+			m := msg("58001", c.params...)
+			res, err := cr.Send(context.Background(), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.ExternalID = res.ExternalID
+			got, result, err := cr.Poll(context.Background(), m)
+			switch {
+			case !retry && (got != herald.PollSucceeded || err != nil || result[ResultExecution] != ExecFailure || result[ResultReason] != c.reason):
+				t.Fatalf("%s: %v, %v, %v; want PollSucceeded with the execution's failure %q", c.detail, got, result, err, c.reason)
+			case retry && (got != herald.PollFailed || err == nil || isPermanent(err) != c.perm || !strings.Contains(err.Error(), c.detail)):
+				t.Fatalf("%s, retrying failed tasks: %v, %v; want PollFailed, permanent %v", c.detail, got, err, c.perm)
+			}
+		}
 	}
-	m.ExternalID = res.ExternalID
-	got, _, err := c.Poll(context.Background(), m)
-	if got != herald.PollFailed || err == nil || isPermanent(err) || !strings.Contains(err.Error(), "status 2") {
-		t.Fatalf("status 2: %v, %v; want PollFailed, transient", got, err)
-	}
+}
 
-	_, url = startSim(t, calinsim.Config{API: calinsim.V2, TokenRejectRate: 1}, clk, nil)
-	c = newV2(t, url, clk)
-	m = msg("58001", "command=token", "token=11112222333344445555")
-	if res, err = c.Send(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	m.ExternalID = res.ExternalID
-	got, _, err = c.Poll(context.Background(), m)
-	if got != herald.PollFailed || !isPermanent(err) || !strings.Contains(err.Error(), "rejected the token") {
-		t.Fatalf("status 3: %v, %v; want PollFailed, permanent", got, err)
+// TestV2UnknownTaskFailsPermanently: a poll answered with a code other
+// than 0, "task … does not exist", fails at once with the vendor's reason.
+func TestV2UnknownTaskFailsPermanently(t *testing.T) {
+	clk := clock.NewFake(t0)
+	_, url := startSim(t, calinsim.Config{API: calinsim.V2}, clk, nil)
+	c := newV2(t, url, clk)
+	m := msg("58001", "command=reading", "protocol_id=39")
+	m.ExternalID = "4242"
+	got, _, err := c.Poll(context.Background(), m)
+	if got != herald.PollFailed || !isPermanent(err) || !strings.Contains(err.Error(), `"task 4242 does not exist"`) {
+		t.Fatalf("poll of an unknown task: %v, %v; want PollFailed, permanent, with the vendor's reason", got, err)
 	}
 }
 

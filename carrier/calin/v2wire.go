@@ -162,20 +162,22 @@ type v2Task struct {
 }
 
 // parseV2Task reads the answer of a poll: status 0 is pending, 1 done, 2
-// failed with the vendor's reason, 3 a rejected token, failed permanently.
-// Any other answer is a poll error.
+// failed at the meter with the vendor's reason and 3 a rejected token
+// (each an *executionError). An answer with a code other than 0, or
+// without a task row, says the API has no such task: it fails
+// permanently. Any other answer is a poll error.
 func (w wire) parseV2Task(a answer) (herald.PollResult, error) {
 	env, code, err := w.decodeV2(a, true)
 	if err != nil {
 		return herald.PollPending, err
 	}
-	if code != 0 {
-		return herald.PollPending, fmt.Errorf("no task status: %s", env.reason(w, code))
-	}
 	var res struct {
 		Data []v2Task `json:"data"`
 	}
-	if json.Unmarshal(env.Result, &res) != nil || len(res.Data) == 0 || res.Data[0].Status == nil {
+	if code != 0 || json.Unmarshal(env.Result, &res) != nil || len(res.Data) == 0 {
+		return herald.PollFailed, herald.Permanent(fmt.Errorf("the API has no such task: %s", env.reason(w, code)))
+	}
+	if res.Data[0].Status == nil {
 		return herald.PollPending, fmt.Errorf("no task status in the answer%s", w.quote(a))
 	}
 	status, ok := flexInt(*res.Data[0].Status)
@@ -188,13 +190,13 @@ func (w wire) parseV2Task(a answer) (herald.PollResult, error) {
 	case v2Success:
 		return herald.PollSucceeded, nil
 	case v2Failed:
-		why := "the meter did not carry out the command"
+		why := reasonExecutionFailed
 		if r := w.clean(string(env.Reason)); r != "" && !strings.EqualFold(r, "success") {
 			why = r
 		}
-		return herald.PollFailed, fmt.Errorf("the task failed: %s (status 2)", why)
+		return herald.PollFailed, &executionError{reason: why, detail: "status 2"}
 	case v2Rejected:
-		return herald.PollFailed, herald.Permanent(errors.New("the meter rejected the token (status 3), possibly already delivered"))
+		return herald.PollFailed, &executionError{reason: reasonTokenRejected, detail: "status 3", rejected: true}
 	}
 	return herald.PollPending, fmt.Errorf("unexpected task status %d", status)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -257,7 +258,7 @@ func TestCarrierTimeoutGetQueueFailingLongEnds(t *testing.T) {
 		}
 	}
 	r.advance(time.Minute) // 30 min: twice the carrier timeout
-	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.LastError != "carrier did not finish within the carrier timeout" {
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || !strings.HasPrefix(got.LastError, herald.RelayTimeoutReason+" (") {
 		t.Fatalf("at twice the carrier timeout, GetQueue failing: %s (%q); want TO_RETRY, the carrier timeout", got.Status, got.LastError)
 	}
 }

@@ -136,8 +136,8 @@ func answerLost(err error) bool {
 
 // mayHaveQueued reports whether an earlier Enqueue of m may have queued an
 // item herald does not know of: its answer was lost (mayBeQueued), or it
-// did not answer before the accept deadline (herald.AcceptTimeoutError:
-// the call hung, or herald stopped during it).
+// did not answer before the accept deadline (herald.IsAcceptTimeout: the
+// call hung, or herald stopped during it).
 func mayHaveQueued(m *herald.Message) bool {
-	return strings.HasSuffix(m.LastError, mayBeQueued) || m.LastError == herald.AcceptTimeoutError
+	return strings.HasSuffix(m.LastError, mayBeQueued) || herald.IsAcceptTimeout(m.LastError)
 }

@@ -1,6 +1,8 @@
 package chirpstack
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -104,6 +106,36 @@ func TestNew(t *testing.T) {
 	defer c.Close()
 	if c.mqtt.ClientID != "herald-"+mq.ApplicationID || c.Path() != herald.PathPush {
 		t.Errorf("client id %q, path %v; want the default id and push", c.mqtt.ClientID, c.Path())
+	}
+}
+
+// TestContentHash: a downlink's dedup key is SHA256(device_eui + payload +
+// fport), whatever the DevEUI's case and the confirmed flag; another port
+// or payload is another key.
+func TestContentHash(t *testing.T) {
+	c := &Carrier{}
+	m := func(target string, payload []byte, params map[string]string) *herald.Message {
+		return &herald.Message{Target: target, Payload: payload, Params: params}
+	}
+	red := c.ContentHash(m("202020390C0E0902", []byte{0xff, 0, 0, 0x64}, map[string]string{"f_port": "15"}))
+	sum := sha256.Sum256([]byte("202020390c0e0902" + "ff000064" + "15"))
+	if want := hex.EncodeToString(sum[:]); red != want {
+		t.Fatalf("ContentHash = %s, want %s", red, want)
+	}
+	if got := c.ContentHash(m("202020390c0e0902", []byte{0xff, 0, 0, 0x64}, map[string]string{"f_port": "15", "confirmed": "false"})); got != red {
+		t.Errorf("the confirmed flag changed the hash")
+	}
+	for what, other := range map[string]*herald.Message{
+		"another port":    m("202020390c0e0902", []byte{0xff, 0, 0, 0x64}, map[string]string{"f_port": "16"}),
+		"another payload": m("202020390c0e0902", []byte{0, 0xff, 0, 0x64}, map[string]string{"f_port": "15"}),
+		"another device":  m("202020390c0e0903", []byte{0xff, 0, 0, 0x64}, map[string]string{"f_port": "15"}),
+	} {
+		if c.ContentHash(other) == red {
+			t.Errorf("%s: the same hash", what)
+		}
+	}
+	if got, want := c.ContentHash(m("202020390c0e0902", []byte{1}, nil)), c.ContentHash(m("202020390c0e0902", []byte{1}, map[string]string{"f_port": "1"})); got != want {
+		t.Errorf("no f_port hashes as %s, port 1 as %s: want the default port, 1", got, want)
 	}
 }
 

@@ -12,6 +12,13 @@
 // retried it elsewhere) is not POSTed. The deletion of a subscription ends
 // its deliveries in the same write that deletes it, so a delivery is not
 // POSTed once the deletion has been answered.
+//
+// The URLs are the tenants', not the operator's: the carrier connects to
+// no address of a range the egress policy refuses (loopback, link-local,
+// private, multicast; httpsend.Egress) unless Config.Allow holds it,
+// whether the URL names the address or a name that resolves to it, and a
+// delivery's error quotes no more of the answer than its status and a
+// short excerpt of a body that is not HTML.
 package room
 
 import (
@@ -20,7 +27,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -44,7 +53,16 @@ type Config struct {
 	// Secret returns the signing key held by the environment variable
 	// name. Defaults to Env.
 	Secret func(name string) ([]byte, error)
-	// Client sends the requests. Defaults to httpsend.NewClient().
+	// Allow lists the networks the carrier may reach although the egress
+	// policy refuses their range (loopback, link-local, private,
+	// multicast: httpsend.RefusedRanges): the config's egress.allow.
+	Allow []netip.Prefix
+	// OnRefuse, when set, is told of every address refused, at a
+	// subscription's creation or at a connection (a log line and a
+	// metric); it must not block.
+	OnRefuse func(addr netip.Addr, kind string)
+	// Client sends the requests. Defaults to a client whose connections
+	// keep to the egress policy (Allow); one given is used as it is.
 	Client *http.Client
 	// Now tells the time for signature timestamps. Defaults to time.Now.
 	Now func() time.Time
@@ -71,24 +89,29 @@ type Carrier struct {
 	secret func(string) ([]byte, error)
 	client *http.Client
 	now    func() time.Time
+	egress *httpsend.Egress
 
 	mu    sync.Mutex
 	hooks map[string]*webhook.Carrier // by subscription id; a subscription never changes
 }
 
-var _ herald.Carrier = (*Carrier)(nil)
+var (
+	_ herald.Carrier    = (*Carrier)(nil)
+	_ herald.URLChecker = (*Carrier)(nil)
+)
 
 // New returns a Carrier for c.
 func New(c Config) (*Carrier, error) {
 	if c.Store == nil {
 		return nil, errors.New("room: Config.Store is required")
 	}
-	cr := &Carrier{store: c.Store, secret: c.Secret, client: c.Client, now: c.Now, hooks: make(map[string]*webhook.Carrier)}
+	cr := &Carrier{store: c.Store, secret: c.Secret, client: c.Client, now: c.Now, hooks: make(map[string]*webhook.Carrier),
+		egress: &httpsend.Egress{Allow: c.Allow, OnRefuse: c.OnRefuse}}
 	if cr.secret == nil {
 		cr.secret = Env
 	}
 	if cr.client == nil {
-		cr.client = httpsend.NewClient()
+		cr.client = cr.egress.Client()
 	}
 	if cr.now == nil {
 		cr.now = time.Now
@@ -102,11 +125,20 @@ func (c *Carrier) Path() herald.Path { return herald.PathDirect }
 // Validate accepts every message: the engine makes the deliveries itself.
 func (c *Carrier) Validate(*herald.Message) error { return nil }
 
+// CheckURL refuses a URL whose host is an address the egress policy
+// refuses; a name is checked when a delivery connects.
+func (c *Carrier) CheckURL(rawURL string) error {
+	return c.egress.CheckURL(rawURL)
+}
+
 // Send POSTs m, a delivery, to its subscription (its target), unless m
 // has moved on from the claim it was handed with (see the package
 // comment). A subscription that is gone, or that is not a push
 // subscription, fails it at once.
 func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	if m.Text == "" { // the engine gives a delivery its event's data; none: the event is gone
+		return herald.SendResult{}, herald.Permanent(fmt.Errorf("room: delivery %s: its event %s is gone, and its data with it", m.ID, m.Params["event_id"]))
+	}
 	hook, err := c.hook(ctx, m.Target)
 	if err != nil {
 		return herald.SendResult{}, err
@@ -120,7 +152,28 @@ func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResul
 	}
 	post := *m
 	post.Payload, post.Text, post.Params = body, "", nil
-	return hook.Send(ctx, &post)
+	return hook.SendWithHeaders(ctx, &post, deliveryHeaders(m))
+}
+
+// The headers of a push delivery that count its redeliveries.
+const (
+	// HeaderAttempt is the redeliveries before this one: 0 on the first
+	// send.
+	HeaderAttempt = "X-Herald-Attempt"
+	// HeaderDelay is the backoff, in milliseconds, that the last failure
+	// computed and that was waited before this redelivery: 0 on the first
+	// send.
+	HeaderDelay = "X-Herald-Delivery-Delay-Ms"
+)
+
+// deliveryHeaders are HeaderAttempt and HeaderDelay of m, a delivery sent
+// at its m.Attempt: its n-th redelivery waited its backoff's After(n).
+func deliveryHeaders(m *herald.Message) http.Header {
+	redeliveries, delay := max(m.Attempt-1, 0), time.Duration(0)
+	if redeliveries > 0 && !m.Backoff.IsZero() {
+		delay = m.Backoff.After(redeliveries)
+	}
+	return http.Header{HeaderAttempt: {strconv.Itoa(redeliveries)}, HeaderDelay: {strconv.FormatInt(delay.Milliseconds(), 10)}}
 }
 
 // stillClaimed returns nil when the store still has m SENT_TO_NS under
@@ -174,7 +227,7 @@ func (c *Carrier) hook(ctx context.Context, id string) (*webhook.Carrier, error)
 		}
 	}
 	hook, err = webhook.New(webhook.Config{URL: sub.URL, Secret: secret, Client: c.client, Now: c.now,
-		Headers: map[string]string{"Content-Type": "application/json"}})
+		Headers: map[string]string{"Content-Type": "application/json"}, TenantURL: true})
 	if err != nil {
 		return nil, herald.Permanent(fmt.Errorf("room: subscription %s: %w", id, err))
 	}

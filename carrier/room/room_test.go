@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +67,7 @@ func TestSend(t *testing.T) {
 	}
 	c, err := New(Config{
 		Store: st,
+		Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, // the test server's
 		Secret: func(name string) ([]byte, error) {
 			v, ok := secrets[name]
 			if !ok {
@@ -137,9 +140,66 @@ func TestSend(t *testing.T) {
 	}
 }
 
+// TestSendKeepsToTheEgressPolicy: without an allow list, the carrier
+// refuses a URL naming a loopback address (CheckURL) and fails a delivery
+// to it for good without reaching it; the answer of a server it may reach
+// is quoted in errors as a tenant may read it: no HTML.
+func TestSendKeepsToTheEgressPolicy(t *testing.T) {
+	reached := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached = true
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "<html>admin console</html>")
+	}))
+	defer srv.Close()
+	m := &herald.Message{ID: "m1", Route: "room:orders", Target: "s1", Text: `{}`, Status: herald.StatusSentToNS, Lease: 1}
+	hooks := &store{subs: map[string]*herald.Subscription{"s1": {ID: "s1", Type: herald.SubscriptionPush, URL: srv.URL}},
+		deliveries: map[string]*herald.Message{"m1": m}}
+	var told []string
+	c := must(New(Config{Store: hooks, OnRefuse: func(a netip.Addr, kind string) { told = append(told, kind) }}))
+	if err := c.CheckURL(srv.URL); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("CheckURL(%s): %v, want refused", srv.URL, err)
+	}
+	var perm *herald.PermanentError
+	if _, err := c.Send(t.Context(), m); !errors.As(err, &perm) || reached {
+		t.Errorf("Send: %v (reached %v), want a permanent refusal before connecting", err, reached)
+	}
+	if len(told) != 2 {
+		t.Errorf("OnRefuse told %q, want the check and the connection", told)
+	}
+	allowed := must(New(Config{Store: hooks, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))
+	_, err := allowed.Send(t.Context(), m)
+	if !errors.As(err, &perm) || !reached || strings.Contains(err.Error(), "admin") || !strings.HasSuffix(err.Error(), ": 403 Forbidden") {
+		t.Errorf("Send, allowed: %v, want a 403 quoted without its HTML", err)
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
 	}
 	return v
+}
+
+// TestSendWithoutTheEventsData: a delivery the engine gave no data (its
+// event is gone) fails for good, and nothing is posted.
+func TestSendWithoutTheEventsData(t *testing.T) {
+	posts := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts++ }))
+	defer srv.Close()
+	st := &store{
+		subs:       map[string]*herald.Subscription{"s1": {ID: "s1", Type: herald.SubscriptionPush, URL: srv.URL}},
+		deliveries: map[string]*herald.Message{"m1": {ID: "m1", Status: herald.StatusSentToNS, Lease: 7}},
+	}
+	c, err := New(Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &herald.Message{ID: "m1", Route: "room:orders", Target: "s1", Status: herald.StatusSentToNS, Lease: 7, Attempt: 1,
+		Params: map[string]string{"event_id": "e1", "type": "order.created"}}
+	var perm *herald.PermanentError
+	if _, err := c.Send(t.Context(), m); !errors.As(err, &perm) || posts != 0 {
+		t.Fatalf("Send without data: %v, %d posts; want a permanent error, none", err, posts)
+	}
 }

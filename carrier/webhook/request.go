@@ -20,10 +20,11 @@ const (
 )
 
 // request builds the POST for m: default Content-Type, then the configured
-// headers, then the carrier's own headers, which nothing overrides; among
-// them the W3C traceparent of the span in ctx, the engine's carrier call,
-// when it is traced (herald.Tracer).
-func (c *Carrier) request(ctx context.Context, m *herald.Message) (*http.Request, error) {
+// headers, then the carrier's own headers, which no configured header
+// overrides, then extra (SendWithHeaders); among the carrier's own the W3C
+// traceparent of the span in ctx, the engine's carrier call, when it is
+// traced (herald.Tracer).
+func (c *Carrier) request(ctx context.Context, m *herald.Message, extra http.Header) (*http.Request, error) {
 	body, ctype := m.Payload, ContentTypePayload
 	if len(body) == 0 {
 		body, ctype = []byte(m.Text), ContentTypeText
@@ -52,6 +53,9 @@ func (c *Carrier) request(ctx context.Context, m *herald.Message) (*http.Request
 		h.Set("X-Herald-Correlation-Id", m.CorrelationID)
 	}
 	traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+	for k, vs := range extra {
+		h[k] = vs
+	}
 	if len(c.secret) > 0 {
 		stdwebhook.SetHeaders(h, c.secret, m.ID, c.now(), body)
 	}

@@ -35,6 +35,11 @@ type Config struct {
 	// Now tells the time for signature timestamps and Retry-After dates;
 	// nil means time.Now.
 	Now func() time.Time
+	// TenantURL says that a tenant, not the operator, supplied URL, and
+	// reads the errors: they quote no more of an answer than
+	// httpsend.DoTenant does. Give such a carrier a Client that keeps to
+	// the egress policy (httpsend.Egress).
+	TenantURL bool
 }
 
 // Carrier POSTs messages to a webhook endpoint. It is safe for concurrent use.
@@ -44,6 +49,8 @@ type Carrier struct {
 	secret  []byte
 	client  *http.Client
 	now     func() time.Time
+	// do is httpsend.Do, or DoTenant for a TenantURL.
+	do func(*http.Client, *http.Request, func() time.Time) (http.Header, error)
 }
 
 var _ herald.Carrier = (*Carrier)(nil)
@@ -68,7 +75,10 @@ func New(c Config) (*Carrier, error) {
 		}
 		headers.Set(ck, v)
 	}
-	cr := &Carrier{url: u, headers: headers, client: c.Client, now: c.Now}
+	cr := &Carrier{url: u, headers: headers, client: c.Client, now: c.Now, do: httpsend.Do}
+	if c.TenantURL {
+		cr.do = httpsend.DoTenant
+	}
 	if len(c.Secret) > 0 {
 		cr.secret = append([]byte(nil), c.Secret...)
 	}
@@ -113,14 +123,21 @@ func (c *Carrier) Validate(m *herald.Message) error {
 // Send POSTs m and classifies the answer; see the package comment. ctx bounds
 // the whole exchange.
 func (c *Carrier) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	return c.SendWithHeaders(ctx, m, nil)
+}
+
+// SendWithHeaders is Send with headers added last, over the carrier's own
+// (the X-Herald- ones included): what a carrier built on this one says of
+// the message in its own terms (a room's delivery: its redeliveries).
+func (c *Carrier) SendWithHeaders(ctx context.Context, m *herald.Message, headers http.Header) (herald.SendResult, error) {
 	if err := c.Validate(m); err != nil {
 		return herald.SendResult{}, herald.Permanent(fmt.Errorf("webhook: %w", err))
 	}
-	req, err := c.request(ctx, m)
+	req, err := c.request(ctx, m, headers)
 	if err != nil {
 		return herald.SendResult{}, herald.Permanent(err)
 	}
-	h, err := httpsend.Do(c.client, req, c.now)
+	h, err := c.do(c.client, req, c.now)
 	if err != nil {
 		return herald.SendResult{}, err
 	}

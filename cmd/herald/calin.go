@@ -27,7 +27,8 @@ func calinCarrier(rc config.Route) (herald.Carrier, error) {
 	if rc.Carrier == config.CarrierCalinV1 {
 		cfg := calin.V1Config{BaseURL: rc.BaseURL, Company: rc.Company,
 			Username: env("username_env", rc.UsernameEnv, "the Calin user name"),
-			Password: env("password_env", rc.PasswordEnv, "the Calin password")}
+			Password: env("password_env", rc.PasswordEnv, "the Calin password"), RetryFailedTasks: rc.RetryFailedTasks,
+			CreateTimeout: rc.CreateTimeout.D()}
 		if err != nil {
 			return nil, err
 		}
@@ -35,7 +36,8 @@ func calinCarrier(rc config.Route) (herald.Carrier, error) {
 	}
 	cfg := calin.V2Config{BaseURL: rc.BaseURL, Company: rc.Company,
 		UserID:   env("user_id_env", rc.UserIDEnv, "the Calin user id"),
-		Password: env("password_env", rc.PasswordEnv, "the Calin password")}
+		Password: env("password_env", rc.PasswordEnv, "the Calin password"), RetryFailedTasks: rc.RetryFailedTasks,
+		CreateTimeout: rc.CreateTimeout.D()}
 	if err != nil {
 		return nil, err
 	}

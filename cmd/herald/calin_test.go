@@ -3,7 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/carrier/calin"
 	"github.com/heraldmq/herald/config"
 )
@@ -22,6 +24,13 @@ func TestCalinRoutesReadTheirCredentialsFromTheEnvironment(t *testing.T) {
 	}
 	if _, ok := c.(*calin.V1); !ok {
 		t.Fatalf("calin-v1 route: %T", c)
+	}
+	if got := c.(herald.SlowCaller).CallTimeout(); got <= calin.DefaultCreateTimeout {
+		t.Errorf("a create's bound without create_timeout: %v, want the default %v and a little", got, calin.DefaultCreateTimeout)
+	}
+	v1.CreateTimeout = config.Duration(30 * time.Second)
+	if c, err = calinCarrier(v1); err != nil || c.(herald.SlowCaller).CallTimeout() >= calin.DefaultCreateTimeout {
+		t.Errorf("a create's bound with create_timeout 30s: %v, %v", c.(herald.SlowCaller).CallTimeout(), err)
 	}
 	v2 := config.Route{Name: "m2", Carrier: config.CarrierCalinV2, BaseURL: "http://127.0.0.1:9300", Company: "Acme",
 		UserIDEnv: "CALIN_TEST_USER", PasswordEnv: "CALIN_TEST_PASS"}

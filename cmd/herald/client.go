@@ -92,7 +92,7 @@ func pathWithQuery(path string, q url.Values) string {
 }
 
 func clientCommands() []*cobra.Command {
-	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand(),
+	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand(), eventsCommand(),
 		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand()}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,21 @@ type demoSend struct {
 // demoChats are the demo's chat messages: markdown, a text long enough for
 // three chunks, a channel whose first answer is a 429, and a chat that
 // blocked the bot.
+// demoEgress is the egress policy's allow list of the demo servers (no
+// config, herald demo), which run on this machine: rooms' push
+// subscriptions may reach its loopback addresses.
+var demoEgress = []string{"127.0.0.0/8", "::1"}
+
+// quoted returns items as the items of a YAML flow sequence, each quoted
+// (an IPv6 address would not read as a plain scalar).
+func quoted(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
 func demoChats() []demoSend {
 	long := strings.Repeat("herald splits a long text on paragraph breaks, then lines, then words, and sends the chunks in order. ", 30)
 	long = strings.Repeat(strings.TrimSpace(long)+"\n\n", 3) // about 9,300 characters: three messages
@@ -125,6 +141,7 @@ func runDemo(ctx context.Context, out io.Writer, listen, store string, count int
 	f, err := config.Parse([]byte(fmt.Sprintf(`listen: %s
 store: %s
 api_keys: [{key: %s, tenant: default}]
+egress: {allow: [%s]}
 routes:
   - name: demo
     carrier: webhook
@@ -140,7 +157,7 @@ routes:
     policy:
       retry: {kind: exponential, base: 500ms, multiplier: 2, max: 4s, jitter: 0.2}
       max_attempts: 4
-%s%s%s`, listen, store, demoKey, ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()), meters.routes(), mesh.routes())))
+%s%s%s`, listen, store, demoKey, quoted(demoEgress), ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()), meters.routes(), mesh.routes())))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/carrier/calin"
 	"github.com/heraldmq/herald/client"
 	calinsim "github.com/heraldmq/herald/sim/calin"
 )
@@ -106,8 +107,11 @@ func printMeters(ctx context.Context, out io.Writer, api *client.Client, ids []s
 			return err
 		}
 		line := fmt.Sprintf("  #%-3d to meter %s (%s)  %s, task %s", i+1, v.Target, v.Route, v.Status, v.ExternalID)
-		if v.Status == herald.StatusDeliveryFailed {
+		switch {
+		case v.Status == herald.StatusDeliveryFailed:
 			line += ": " + v.LastError
+		case v.Result[calin.ResultExecution] != "":
+			line += ", execution " + v.Result[calin.ResultExecution]
 		}
 		fmt.Fprintln(out, line)
 	}

@@ -43,7 +43,8 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		"SENT_TO_DEVICE  -> TO_RETRY            attempt 1  (not acknowledged)",
 		"to 0004a30b001c0a02  DELIVERY_FAILED at attempt 1: DOWNLINK_PAYLOAD_SIZE",
 		"Calin: V1 created 3 tasks, V2 2 — one per message",
-		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (task completed)",
+		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (task completed (execution: success))",
+		"to meter 47001234567 (meters-v1)  DELIVERY_SUCCESSFUL, task 1001, execution success",
 		"to meter 47001234567 (meters-v1)  DELIVERY_FAILED, task 1003: calin-v1: task 1003 (token task for meter 47001234567): COMM_RemoteTokenTask: the meter rejected the token",
 		"LXMF: alice received 2 messages, the late recipient 1 (online after 3s), the propagation node took 1",
 		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (accepted by the propagation node)",
@@ -93,15 +94,17 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 		t.Errorf("policy on Redis: ordered %v, dedup_ttl %v, circuit %+v; want them as configured", p.Admission.Ordered, p.DedupTTL, p.Admission.Circuit)
 	}
 
-	// A telegram route keeps its defaults too: spacing per chat and a circuit.
+	// A telegram route keeps its defaults too: spacing and one at a time per
+	// chat, and a circuit.
 	t.Setenv("HERALD_TEST_TELEGRAM_TOKEN", "123:abc")
 	f.Routes = append(f.Routes, config.Route{Name: "chat", Carrier: config.CarrierTelegram, TokenEnv: "HERALD_TEST_TELEGRAM_TOKEN"})
 	if routes, err = buildRoutes(f, slog.Default()); err != nil {
 		t.Fatalf("buildRoutes with a telegram route on Redis: %v", err)
 	}
 	tc := config.DefaultTelegramCircuit
-	want := herald.Admission{Spacing: config.DefaultTelegramSpacing, Concurrency: config.DefaultTelegramConcurrency, RouteRate: herald.Rate(config.DefaultTelegramRouteRate),
-		Circuit: herald.Circuit{Failures: tc.Failures, CoolDown: tc.CoolDown.D()}}
+	want := herald.Admission{Spacing: config.DefaultTelegramSpacing, Concurrency: config.DefaultTelegramConcurrency,
+		RouteRate: herald.Rate(config.DefaultTelegramRouteRate),
+		Circuit:   herald.Circuit{Failures: tc.Failures, CoolDown: tc.CoolDown.D()}}
 	if got := routes[1].Policy.Admission; got != want {
 		t.Errorf("telegram route's admission on Redis = %+v, want %+v", got, want)
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -22,8 +24,10 @@ import (
 // kept theirs names a variable of the server's environment (secret_env),
 // which must hold a secret and must not be one that the config names for
 // the server's own (an API key, a carrier's token, a route's or a
-// subscriber's signing secret).
-func roomsRoute(store herald.Store, f *config.File) (herald.Route, error) {
+// subscriber's signing secret). Its carrier keeps to the config's egress
+// policy; each address it refuses is logged and counted as the problem
+// egress_refused.
+func roomsRoute(store herald.Store, f *config.File, log *slog.Logger, problem func(kind string)) (herald.Route, error) {
 	own := f.EnvNames()
 	secret := func(name string) ([]byte, error) {
 		if _, found := slices.BinarySearch(own, name); found {
@@ -31,7 +35,15 @@ func roomsRoute(store herald.Store, f *config.File) (herald.Route, error) {
 		}
 		return room.Env(name)
 	}
-	c, err := room.New(room.Config{Store: store, Secret: secret})
+	allow, err := f.AllowedPrefixes()
+	if err != nil {
+		return herald.Route{}, err
+	}
+	refused := func(addr netip.Addr, kind string) {
+		log.Warn("egress refused: a push subscription's address", "addr", addr, "kind", kind)
+		problem(egressRefused)
+	}
+	c, err := room.New(room.Config{Store: store, Secret: secret, Allow: allow, OnRefuse: refused})
 	if err != nil {
 		return herald.Route{}, err
 	}
@@ -41,6 +53,9 @@ func roomsRoute(store herald.Store, f *config.File) (herald.Route, error) {
 	}
 	return herald.Route{Name: herald.RoomRoutePrefix, Prefix: true, Carrier: c, Policy: policy}, nil
 }
+
+// egressRefused is the problem counted for an address the egress policy refused.
+const egressRefused = "egress_refused"
 
 // deliveryFlags are the flags of a room's or a subscription's delivery
 // policy; a flag not given is left out of the request.
@@ -159,12 +174,13 @@ func subsCommand() *cobra.Command {
 func publishCommand() *cobra.Command {
 	var c clientFlags
 	var data, version, correlation string
+	var subs []string
 	cmd := &cobra.Command{
-		Use:   "publish ROOM TYPE [--data JSON] [--version V] [--correlation-id ID]",
+		Use:   "publish ROOM TYPE [--data JSON] [--version V] [--correlation-id ID] [--subscription ID]...",
 		Short: "Publish an event to a room: one delivery per subscription that takes it",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := client.PublishRequest{Type: args[1], Version: version, CorrelationID: correlation}
+			req := client.PublishRequest{Type: args[1], Version: version, CorrelationID: correlation, Subscriptions: subs}
 			if data != "" {
 				if !json.Valid([]byte(data)) {
 					return fmt.Errorf("--data: not JSON")
@@ -178,6 +194,7 @@ func publishCommand() *cobra.Command {
 	cmd.Flags().StringVar(&data, "data", "", "the event's data, JSON")
 	cmd.Flags().StringVar(&version, "version", "", "the event type's version")
 	cmd.Flags().StringVar(&correlation, "correlation-id", "", "your own id; its deliveries are listed by it")
+	cmd.Flags().StringSliceVar(&subs, "subscription", nil, "deliver to this subscription of the room only, if it takes the event (repeat, or comma-separate, for several)")
 	return cmd
 }
 

@@ -35,12 +35,13 @@ func runCLI(t *testing.T, base string, args ...string) (string, error) {
 }
 
 // startCLIServer starts an in-process herald on SQLite with the key k1 of
-// tenant acme and routes (YAML lines under "routes:"), stopped when the
-// test ends, and returns its base URL.
+// tenant acme, an egress policy that allows 127.0.0.1, and routes (YAML
+// lines under "routes:"), stopped when the test ends, and returns its base
+// URL.
 func startCLIServer(t *testing.T, routes string) string {
 	t.Helper()
 	f, err := config.Parse([]byte("listen: 127.0.0.1:0\nstore: sqlite:" + filepath.Join(t.TempDir(), "herald.db") + "\n" +
-		"api_keys: [{key: k1, tenant: acme}]\nroutes:\n" + routes))
+		"api_keys: [{key: k1, tenant: acme}]\negress: {allow: [127.0.0.1]}\nroutes:\n" + routes))
 	if err != nil {
 		t.Fatal(err)
 	}

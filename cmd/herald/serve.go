@@ -84,6 +84,7 @@ func loadConfig(path string) (*config.File, error) {
 	}
 	f.APIKeys = []config.APIKey{{Key: key, Tenant: config.DefaultTenant}}
 	f.Routes[0].URL = "http://" + f.Listen + demoSinkPath
+	f.Egress.Allow = demoEgress
 	return f, nil
 }
 
@@ -102,10 +103,11 @@ type server struct {
 // startServer opens the store, starts the engine and serves the API. With
 // builtinSink it also serves a webhook sink at demoSinkPath.
 func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slog.Logger) (*server, error) {
-	keys, err := f.Keys()
+	acc, err := loadAccess(f)
 	if err != nil {
 		return nil, err
 	}
+	keys := acc.keys
 	routes, err := buildRoutes(f, log)
 	if err != nil {
 		return nil, err
@@ -123,13 +125,14 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	if err != nil {
 		return nil, err
 	}
-	rooms, err := roomsRoute(store, f)
+	m := metrics.New()
+	acc.watch(m)
+	rooms, err := roomsRoute(store, f, log, m.Problem)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
 	routes = append(routes, rooms)
-	m := metrics.New()
 	m.WatchCounts(store.Counts)
 	m.WatchLanes(store.Lanes, metrics.TopLanes)
 	tracer, err := startTracing(ctx, f, log)
@@ -171,12 +174,12 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 	mux := http.NewServeMux()
 	var sessions httpapi.Sessions
 	if f.UIEnabled() {
-		admin := ui.New(ui.Config{Keys: keys, Logger: log})
+		admin := acc.adminPage(log, m)
 		mux.Handle(ui.Path, admin)
 		mux.Handle(ui.Path+"/", admin)
 		sessions = admin
 	}
-	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Metrics: m.Handler(), Logger: log, Sessions: sessions,
+	mux.Handle("/", httpapi.New(httpapi.Config{Engine: engine, Keys: keys, Roles: acc.roles, MetricsKey: acc.metricsKey, Metrics: m.Handler(), Logger: log, Sessions: sessions,
 		Tracer: apiTracer, MaxBodyBytesInFlight: int64(f.HTTP.MaxBodyBytesInFlight), Problem: m.Problem}))
 	if builtinSink {
 		mux.Handle(demoSinkPath, webhooksink.New(webhooksink.Config{}))
@@ -293,7 +296,10 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 	for _, sc := range f.Subscribers {
 		var secret []byte
 		var err error
-		if sc.SecretEnv != "" {
+		switch {
+		case sc.Signature == config.SignatureHMAC:
+			secret = []byte(os.Getenv(sc.SecretEnv)) // the shared secret's bytes, as the receivers key their HMAC
+		case sc.SecretEnv != "":
 			if secret, err = stdwebhook.ParseSecret(os.Getenv(sc.SecretEnv)); err != nil {
 				return nil, fmt.Errorf("subscriber %s: %s: %w", httpsend.RedactString(sc.URL), sc.SecretEnv, err)
 			}
@@ -301,6 +307,9 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 		sink, err := notify.New(sc.URL, secret, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("subscriber %s: %w", httpsend.RedactString(sc.URL), err)
+		}
+		if sc.Signature == config.SignatureHMAC {
+			sink.HMAC(sc.SignatureHeader, sc.SignaturePrefix)
 		}
 		var types []herald.Status
 		for _, t := range sc.Types {
@@ -310,7 +319,7 @@ func buildSubscribers(f *config.File) ([]herald.Subscriber, error) {
 			}
 			types = append(types, st)
 		}
-		subs = append(subs, herald.Subscriber{Name: sc.Name, Types: types, MaxAttempts: sc.MaxAttempts, Sink: sink})
+		subs = append(subs, herald.Subscriber{Name: sc.Name, Types: types, Retry: sc.RetryPolicy(), MaxAttempts: sc.MaxAttempts, Sink: sink})
 	}
 	return subs, nil
 }

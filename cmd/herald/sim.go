@@ -56,7 +56,7 @@ func simCalinCommand() *cobra.Command {
 	var listen, api string
 	cmd := &cobra.Command{
 		Use:   "calin --api v1|v2",
-		Short: "A Calin smart-meter cloud API (V1 or V2 remote tasks, created then polled; GET /_sim/tasks, /_sim/calls; POST /_sim/expire-tokens)",
+		Short: "A Calin smart-meter cloud API (V1 or V2 remote tasks, created then polled; GET /_sim/tasks, /_sim/calls; POST /_sim/expire-tokens, /_sim/forget?task=ID)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch api {
@@ -70,7 +70,7 @@ func simCalinCommand() *cobra.Command {
 			for _, r := range []struct {
 				flag string
 				v    float64
-			}{{"--fail-rate", cfg.FailRate}, {"--token-reject-rate", cfg.TokenRejectRate}} {
+			}{{"--fail-rate", cfg.FailRate}, {"--token-reject-rate", cfg.TokenRejectRate}, {"--lose-rate", cfg.LoseRate}} {
 				if r.v < 0 || r.v > 1 {
 					return fmt.Errorf("%s %v: want 0..1", r.flag, r.v)
 				}
@@ -78,7 +78,7 @@ func simCalinCommand() *cobra.Command {
 			for _, d := range []struct {
 				flag string
 				v    time.Duration
-			}{{"--latency", cfg.Latency}, {"--slow-create", cfg.SlowCreate}} {
+			}{{"--latency", cfg.Latency}, {"--slow-create", cfg.SlowCreate}, {"--slow-poll", cfg.SlowPoll}} {
 				if d.v < 0 {
 					return fmt.Errorf("%s %v: want ≥ 0", d.flag, d.v)
 				}
@@ -110,11 +110,13 @@ func simCalinCommand() *cobra.Command {
 	f.DurationVar(&cfg.Latency, "latency", 2*time.Second, "time from a task's creation to its result")
 	f.Float64Var(&cfg.FailRate, "fail-rate", 0, "share of tasks that fail (V1 Status \"False\", V2 status 2), 0..1")
 	f.Float64Var(&cfg.TokenRejectRate, "token-reject-rate", 0, "share of token tasks whose token is rejected (V1 ResultCode \"99\", V2 status 3), 0..1")
+	f.Float64Var(&cfg.LoseRate, "lose-rate", 0, "share of tasks the API loses once created: their polls answer that the task does not exist, 0..1")
 	f.BoolVar(&cfg.TokenRejectAtCreate, "token-reject-at-create", false, "V1: answer a rejected token on the create call (ResultCode \"99\", no task) instead of on the poll")
 	f.BoolVar(&cfg.AcceptReusedTokens, "accept-reused-tokens", false, "let a meter accept a token it has already accepted (default: rejected)")
 	f.DurationVar(&cfg.TokenTTL, "token-ttl", calin.DefaultTokenTTL, "V2: bearer token lifetime; calls with an expired token answer 401")
 	f.DurationVar(&cfg.SlowCreate, "slow-create", 0, "delay every create call's answer by this much; the task exists at once")
-	f.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "random seed for --fail-rate and --token-reject-rate")
+	f.DurationVar(&cfg.SlowPoll, "slow-poll", 0, "delay every poll call's answer by this much (a vendor answering polls in 200ms)")
+	f.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "random seed for --fail-rate, --token-reject-rate and --lose-rate")
 	return cmd
 }
 

@@ -2,12 +2,15 @@
 // webhooks share: a default client (connection reuse, no redirects), a check
 // of endpoint URLs, and Do, which sends one request and classifies the answer
 // as success, transient, "not now" (herald.RetryAfter) or permanent
-// (herald.Permanent), parsing Retry-After on the way.
+// (herald.Permanent), parsing Retry-After on the way; and Egress, the
+// policy of connections to the URLs tenants supply, with DoTenant, whose
+// errors quote no more of an answer than a tenant may read.
 //
 // Error texts start with "webhook: ", whichever package calls.
 package httpsend
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +28,10 @@ const MaxBodyRead = 64 << 10
 
 // ErrorBodyLen is how much of a failed response's body an error quotes.
 const ErrorBodyLen = 200
+
+// TenantExcerptLen is how much of a failed answer's body the errors of
+// DoTenant quote at most.
+const TenantExcerptLen = 100
 
 // MaxRetryAfter caps the wait a Retry-After header may ask for.
 const MaxRetryAfter = 24 * time.Hour
@@ -71,6 +78,19 @@ func ParseURL(s string) (*url.URL, error) {
 // name the method, the URL's scheme and host (Redact), the status and the
 // start of the body.
 func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Header, error) {
+	return do(client, req, now, false)
+}
+
+// DoTenant is Do for an endpoint a tenant supplied (a push subscription's
+// URL), whose errors the tenant reads: they quote the answer's status
+// code and standard text, not its reason phrase, and of its body only a
+// short excerpt (see excerpt) of a 4xx or 5xx answer that is not HTML.
+// A connection the egress policy refused (Egress) fails for good.
+func DoTenant(client *http.Client, req *http.Request, now func() time.Time) (http.Header, error) {
+	return do(client, req, now, true)
+}
+
+func do(client *http.Client, req *http.Request, now func() time.Time, tenant bool) (http.Header, error) {
 	where := req.Method + " " + Redact(req.URL)
 	resp, err := client.Do(req)
 	if err != nil {
@@ -78,7 +98,11 @@ func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Head
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("webhook: %s: %w", where, err)
+		err = fmt.Errorf("webhook: %s: %w", where, err)
+		if refused(err) {
+			return nil, herald.Permanent(err)
+		}
+		return nil, err
 	}
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxBodyRead))
 	resp.Body.Close()
@@ -86,10 +110,14 @@ func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Head
 		return resp.Header, nil
 	}
 	status := resp.Status
-	if status == "" {
+	if status == "" || tenant {
 		status = fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
-	err = fmt.Errorf("webhook: %s: %s%s", where, status, quote(body, readErr))
+	quoted := quote(body, readErr)
+	if tenant {
+		quoted = excerpt(resp, body)
+	}
+	err = fmt.Errorf("webhook: %s: %s%s", where, strings.TrimSpace(status), quoted)
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusServiceUnavailable:
 		// "Not now": with a Retry-After, the route's lane waits that long.
@@ -151,6 +179,42 @@ func quote(body []byte, readErr error) string {
 		return " (body unreadable: " + readErr.Error() + ")"
 	}
 	return ""
+}
+
+// excerpt renders, for an error a tenant reads, the start of the body of a
+// 4xx or 5xx answer that is not HTML or XML (by its Content-Type or its
+// first character): printable ASCII only, each run of white space one
+// space, at most TenantExcerptLen bytes; "" for any other answer.
+func excerpt(resp *http.Response, body []byte) string {
+	if resp.StatusCode < 400 || resp.StatusCode > 599 {
+		return ""
+	}
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	body = bytes.TrimLeft(body, " \t\r\n")
+	if strings.Contains(ct, "html") || strings.Contains(ct, "xml") || bytes.HasPrefix(body, []byte("<")) {
+		return ""
+	}
+	var b strings.Builder
+	space := false
+	for _, c := range body {
+		if b.Len() >= TenantExcerptLen {
+			break
+		}
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			space = b.Len() > 0
+		case c > ' ' && c < 0x7f:
+			if space {
+				b.WriteByte(' ')
+				space = false
+			}
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return ": " + b.String()
 }
 
 // Redact returns u as errors and logs may show it: its scheme and host,

@@ -70,7 +70,9 @@
 // each with HTTP 200 and no Result (V1, as in the client's fixtures) or
 // "result": null (V2); a wrong V2 login answers code V2CodeAuthFailed and no
 // token. A task polled through another family's endpoint (a reading task on
-// …ControlTask) is unknown there. Also chosen: task ids are decimal strings
+// …ControlTask) is unknown there, and so is a task the API lost
+// (Config.LoseRate, Forget): the reference client fails the message of a
+// poll answered so, with the vendor's reason. Also chosen: task ids are decimal strings
 // from "1001" (V2's client types the id as a string and polls with
 // Number(id)); any DataItem and protocolId is accepted; the JWT is HS256
 // with sub, company, iat, exp and jti claims (the client reads only exp);
@@ -78,14 +80,16 @@
 // a GET 405, an unknown path 404; paths match without regard to case, as
 // ASP.NET (whose {"Message"} error shape V1's client reads) routes them.
 // Config.SlowCreate delays every answer of a create endpoint, errors and
-// 401s included. The reading values are fixed plausible numbers in the forms
+// 401s included; Config.SlowPoll every answer of a poll endpoint, the
+// same way. The reading values are fixed plausible numbers in the forms
 // the client parses (the credit's relay flag follows the meter's last
 // successful control task). Token minting (POS_Purchase, Maintenance_*,
 // /API/Token/…/Generate) is not simulated.
 //
-// GET /_sim/tasks and GET /_sim/calls answer the records as JSON, and POST
-// /_sim/expire-tokens expires every V2 bearer token, for the command line;
-// tests call Tasks, Calls and ExpireTokens.
+// GET /_sim/tasks and GET /_sim/calls answer the records as JSON, POST
+// /_sim/expire-tokens expires every V2 bearer token and POST
+// /_sim/forget?task=ID loses a task, for the command line; tests call
+// Tasks, Calls, ExpireTokens and Forget.
 package calin
 
 import (
@@ -183,6 +187,10 @@ type Config struct {
 	// TokenRejectRate is the share of token tasks whose token the meter
 	// rejects, 0..1 (drawn before FailRate).
 	TokenRejectRate float64
+	// LoseRate is the share of tasks the API loses once it has created
+	// them, 0..1: their polls answer that the task does not exist, as
+	// for an id it never gave (see Forget).
+	LoseRate float64
 	// TokenRejectAtCreate (V1) answers a rejected token on the create call
 	// (ResultCode "99", no task) instead of on the poll.
 	TokenRejectAtCreate bool
@@ -195,6 +203,9 @@ type Config struct {
 	// the task exists, and its latency runs, from the moment the call
 	// arrives.
 	SlowCreate time.Duration
+	// SlowPoll delays every poll call's answer by this much wall time: a
+	// vendor that answers a poll in 200 ms.
+	SlowPoll time.Duration
 	// Seed seeds the outcome draws.
 	Seed int64
 
@@ -219,6 +230,9 @@ func (c Config) Validate() error {
 	if c.TokenRejectRate < 0 || c.TokenRejectRate > 1 {
 		return fmt.Errorf("calin: TokenRejectRate %v: want 0..1", c.TokenRejectRate)
 	}
+	if c.LoseRate < 0 || c.LoseRate > 1 {
+		return fmt.Errorf("calin: LoseRate %v: want 0..1", c.LoseRate)
+	}
 	if c.Latency < 0 {
 		return fmt.Errorf("calin: Latency %v: want ≥ 0", c.Latency)
 	}
@@ -227,6 +241,9 @@ func (c Config) Validate() error {
 	}
 	if c.SlowCreate < 0 {
 		return fmt.Errorf("calin: SlowCreate %v: want ≥ 0", c.SlowCreate)
+	}
+	if c.SlowPoll < 0 {
+		return fmt.Errorf("calin: SlowPoll %v: want ≥ 0", c.SlowPoll)
 	}
 	return nil
 }
@@ -257,6 +274,9 @@ type Task struct {
 	Status  Status
 	// Polls counts the polls of the task.
 	Polls int
+	// Lost is set once the API no longer has the task (Config.LoseRate,
+	// Forget): its polls answer that it does not exist.
+	Lost bool
 }
 
 // Call is one HTTP request the simulator answered.
@@ -354,7 +374,8 @@ func New(cfg Config) *Sim {
 func (s *Sim) API() API { return s.cfg.API }
 
 // ServeHTTP answers a vendor call, a GET of /_sim/tasks or /_sim/calls, or
-// a POST of /_sim/expire-tokens (ExpireTokens).
+// a POST of /_sim/expire-tokens (ExpireTokens) or /_sim/forget?task=ID
+// (Forget; 404 for a task it never created).
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/_sim/") {
 		get := r.Method == http.MethodGet || r.Method == http.MethodHead
@@ -365,6 +386,12 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, s.Calls())
 		case r.Method == http.MethodPost && r.URL.Path == "/_sim/expire-tokens":
 			s.ExpireTokens()
+			w.WriteHeader(http.StatusNoContent)
+		case r.Method == http.MethodPost && r.URL.Path == "/_sim/forget":
+			if !s.Forget(r.URL.Query().Get("task")) {
+				http.NotFound(w, r)
+				return
+			}
 			w.WriteHeader(http.StatusNoContent)
 		default:
 			http.NotFound(w, r)
@@ -464,6 +491,19 @@ func (s *Sim) ExpireTokens() {
 	}
 }
 
+// Forget makes the API lose task id, as it may once a task is old: its
+// polls answer that it does not exist. It reports whether the simulator
+// created such a task.
+func (s *Sim) Forget(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if ok {
+		t.Lost = true
+	}
+	return ok
+}
+
 // snapshot copies t with its status at now. s.mu is held.
 func (s *Sim) snapshot(t *Task, now time.Time) Task {
 	c := *t
@@ -515,6 +555,7 @@ func (s *Sim) create(nts []newTask) ([]Task, error) {
 			Created:    now,
 			Done:       now.Add(s.cfg.Latency),
 			Outcome:    outcome,
+			Lost:       s.cfg.LoseRate > 0 && s.rng.Float64() < s.cfg.LoseRate,
 		}
 		if nt.kind == KindToken && outcome == StatusSuccess {
 			s.accepted[nt.meter+"\x00"+nt.token] = true
@@ -550,13 +591,14 @@ func (s *Sim) drawLocked(nt newTask, now time.Time) Status {
 }
 
 // poll finds task id of family kind, counts the poll and returns the task's
-// status now; ok is false for an unknown id or another family's task.
+// status now; ok is false for an unknown id, a lost task or another
+// family's task.
 func (s *Sim) poll(id string, kind Kind) (Task, bool) {
 	now := s.clk.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tasks[id]
-	if !ok || t.Kind != kind {
+	if !ok || t.Kind != kind || t.Lost {
 		return Task{}, false
 	}
 	t.Polls++
@@ -592,11 +634,19 @@ func (s *Sim) relayOn(meter string, now time.Time) bool {
 
 // waitSlowCreate waits Config.SlowCreate before a create answers; it
 // reports false when the client went away first.
-func (s *Sim) waitSlowCreate(r *http.Request) bool {
-	if s.cfg.SlowCreate <= 0 {
+func (s *Sim) waitSlowCreate(r *http.Request) bool { return wait(r, s.cfg.SlowCreate) }
+
+// waitSlowPoll waits Config.SlowPoll before a poll is answered; it reports
+// false when the client went away first.
+func (s *Sim) waitSlowPoll(r *http.Request) bool { return wait(r, s.cfg.SlowPoll) }
+
+// wait waits d of wall time before r is answered; it reports false when
+// the client went away first.
+func wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
 		return r.Context().Err() == nil
 	}
-	t := time.NewTimer(s.cfg.SlowCreate)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -333,6 +333,47 @@ func TestV1UnknownMeterAndTask(t *testing.T) {
 	}
 }
 
+// TestLostTasksDoNotExist: a task the API lost (Forget, POST
+// /_sim/forget, LoseRate) answers its polls as an unknown task does, on
+// V1 and V2; forgetting a task never created is a 404.
+func TestLostTasksDoNotExist(t *testing.T) {
+	s, _, url := start(t, Config{API: V1})
+	id := v1Create(t, url, "/COMM_RemoteReading", map[string]any{"MeterNo": "m-1", "DataItem": "Power"})
+	resp, err := http.Post(url+"/_sim/forget?task="+id, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST /_sim/forget: %d", resp.StatusCode)
+	}
+	r, a := v1Call(t, url, "/COMM_RemoteReadingTask", map[string]any{"TaskNo": id})
+	if r.ResultCode != V1ResultTaskUnknown || r.Result != nil || r.Reason != "task "+id+" does not exist" {
+		t.Fatalf("poll of a lost task: %s, want %s and no Result", a.body, V1ResultTaskUnknown)
+	}
+	if tasks := s.Tasks(); len(tasks) != 1 || !tasks[0].Lost || tasks[0].Polls != 0 {
+		t.Fatalf("tasks %+v, want the one task, lost, never polled", tasks)
+	}
+	if resp, err = http.Post(url+"/_sim/forget?task=4242", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("POST /_sim/forget of a task never created: %d, want 404", resp.StatusCode)
+	}
+
+	s, _, url = start(t, Config{API: V2, LoseRate: 1})
+	token := login(t, url, nil)
+	id = v2Create(t, url, token, rmt+"CreateReadingTask", v2Item("m-1", 39, ""))[0]
+	a = post(t, url, rmt+"GetReadingTask", map[string]any{"id": id, "lang": "en", "company": "Acme"}, token)
+	if !bytes.Contains(a.body, []byte(`"code":`+strconv.Itoa(V2CodeTaskUnknown))) || !bytes.Contains(a.body, []byte("does not exist")) {
+		t.Fatalf("V2 poll of a task lost at once (LoseRate 1): %s", a.body)
+	}
+	if tasks := s.Tasks(); len(tasks) != 1 || !tasks[0].Lost {
+		t.Fatalf("tasks %+v, want one, lost", tasks)
+	}
+}
+
 func TestV1HTTPErrors(t *testing.T) {
 	_, _, url := start(t, Config{API: V1})
 	check := func(name string, a answer, want int) {
@@ -618,6 +659,25 @@ func TestV2UnknownMeterTaskAndBadBodies(t *testing.T) {
 
 // ---- both ----
 
+// TestSlowPollAnswersLate: with SlowPoll a poll is answered that much
+// later, on V1 and V2.
+func TestSlowPollAnswersLate(t *testing.T) {
+	const slow = 50 * time.Millisecond
+	_, _, url := start(t, Config{API: V1, SlowPoll: slow})
+	id := v1Create(t, url, "/COMM_RemoteReading", map[string]any{"MeterNo": "m-1", "DataItem": "Power"})
+	began := time.Now()
+	if r, a := v1Call(t, url, "/COMM_RemoteReadingTask", map[string]any{"TaskNo": id}); r.ResultCode != "00" || time.Since(began) < slow {
+		t.Fatalf("V1 poll: %s after %v, want an answer after %v", a.body, time.Since(began), slow)
+	}
+	_, _, url = start(t, Config{API: V2, SlowPoll: slow})
+	token := login(t, url, nil)
+	id = v2Create(t, url, token, rmt+"CreateReadingTask", v2Item("m-1", 39, ""))[0]
+	began = time.Now()
+	if a := post(t, url, rmt+"GetReadingTask", map[string]any{"id": id, "lang": "en", "company": "Acme"}, token); a.status != 200 || time.Since(began) < slow {
+		t.Fatalf("V2 poll: %d after %v, want an answer after %v", a.status, time.Since(began), slow)
+	}
+}
+
 func TestSlowCreateAnswersLateButTaskExistsAtOnce(t *testing.T) {
 	const slow = 300 * time.Millisecond
 	for _, api := range []API{V1, V2} {
@@ -737,7 +797,7 @@ func TestSimEndpointsAndValidate(t *testing.T) {
 	if n := len(s.Calls()); n != 1 {
 		t.Fatalf("%d calls recorded, want 1 (the /_sim/ requests are not vendor calls)", n)
 	}
-	for _, c := range []Config{{API: "v3"}, {FailRate: 1.5}, {TokenRejectRate: -1}, {Latency: -1}, {SlowCreate: -1}, {TokenTTL: -1}} {
+	for _, c := range []Config{{API: "v3"}, {FailRate: 1.5}, {TokenRejectRate: -1}, {LoseRate: 2}, {Latency: -1}, {SlowCreate: -1}, {SlowPoll: -1}, {TokenTTL: -1}} {
 		if c.Validate() == nil {
 			t.Errorf("Validate(%+v) = nil", c)
 		}

@@ -144,8 +144,12 @@ func (s *Sim) v1CreateTask(r *http.Request, kind Kind, c *Call) (v1Response, err
 	return v1Response{ResultCode: V1ResultOK, Reason: V1ReasonOK, Result: &v1Result{TaskNo: tasks[0].ID, DataItem: nt.command}}, nil
 }
 
-// v1Poll serves COMM_Remote{Reading,Control,Write,Token}Task.
+// v1Poll serves COMM_Remote{Reading,Control,Write,Token}Task, after
+// Config.SlowPoll.
 func (s *Sim) v1Poll(w http.ResponseWriter, r *http.Request, kind Kind, c *Call) {
+	if !s.waitSlowPoll(r) {
+		return
+	}
 	var req v1Request
 	if err := decode(r, &req); err != nil {
 		s.badRequest(w, err)

@@ -272,8 +272,12 @@ func (s *Sim) v2CreateTasks(r *http.Request, kind Kind, c *Call) func(http.Respo
 	}
 }
 
-// v2Get serves Get{Reading,Control,Setting,Token}Task.
+// v2Get serves Get{Reading,Control,Setting,Token}Task, after
+// Config.SlowPoll.
 func (s *Sim) v2Get(w http.ResponseWriter, r *http.Request, kind Kind, c *Call) {
+	if !s.waitSlowPoll(r) {
+		return
+	}
 	if challenge, ok := s.v2Auth(r); !ok {
 		unauthorized(w, challenge)
 		return

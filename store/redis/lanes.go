@@ -117,15 +117,16 @@ func (s *Store) Lane(ctx context.Context, route, lane, tenant string) (herald.La
 	return states[0], nil
 }
 
-// Lanes returns up to limit lanes that hold messages, of route or, when
-// it is "", of every gated route: by queued plus in flight, most first,
-// then by route and lane.
-func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.LaneState, error) {
-	if limit <= 0 {
+// Lanes returns up to q.Limit lanes that hold messages, of q.Route or,
+// when it is "", of every gated route: by queued plus in flight, most
+// first, then by route and lane; with q.Tenant, those holding that
+// tenant's messages, counting them alone (see ownLanes).
+func (s *Store) Lanes(ctx context.Context, q herald.LaneQuery) ([]herald.LaneState, error) {
+	if q.Limit <= 0 {
 		return nil, nil
 	}
-	routes := []string{esc(route)}
-	if route == "" {
+	routes := []string{esc(q.Route)}
+	if q.Route == "" {
 		var err error
 		if routes, err = s.client.HKeys(ctx, s.key("adm")).Result(); err != nil {
 			return nil, wrap(ctx, "lanes", err)
@@ -148,11 +149,16 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 	if lanes, err = s.laneStates(ctx, lanes, nil); err != nil {
 		return nil, wrap(ctx, "lanes", err)
 	}
+	if q.Tenant != "" {
+		if lanes, err = s.ownLanes(ctx, lanes, routes, q.Tenant); err != nil {
+			return nil, wrap(ctx, "lanes", err)
+		}
+	}
 	slices.SortFunc(lanes, func(a, b herald.LaneState) int {
 		return cmp.Or(cmp.Compare(b.Queued+len(b.InFlight), a.Queued+len(a.InFlight)),
 			cmp.Compare(a.Route, b.Route), cmp.Compare(a.Lane, b.Lane))
 	})
-	return lanes[:min(limit, len(lanes))], nil
+	return lanes[:min(q.Limit, len(lanes))], nil
 }
 
 // laneStates fills in the state of each lane of lanes (Route and Lane

@@ -280,7 +280,8 @@ func TestOrderedAppliesToStoredMessages(t *testing.T) {
 }
 
 // TestDedupKeyKeptAndPruned reads a message's dedup key back, and prunes
-// the delivered message with its entry in its key's window.
+// the delivered message, and its target's dedup state once untouched
+// since the cut, and a former version's entry in its key's window.
 func TestDedupKeyKeptAndPruned(t *testing.T) {
 	s := open(t, redistest.Start(t), "")
 	ctx := t.Context()
@@ -298,11 +299,16 @@ func TestDedupKeyKeptAndPruned(t *testing.T) {
 	if got, err := s.Get(ctx, "d1"); err != nil || got.DedupKey != "hash-1" {
 		t.Errorf("Get = %+v, %v; want dedup key hash-1", got, err)
 	}
+	if err := s.client.ZAdd(ctx, s.key("dd:acme|r1|hash-1"), goredis.Z{Score: 1, Member: "d1"}).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := s.Prune(ctx, t0.Add(time.Minute), 10); err != nil || n != 1 {
 		t.Fatalf("Prune = %d, %v; want 1", n, err)
 	}
-	if n, err := s.client.Exists(ctx, s.key("dd:acme|r1|hash-1")).Result(); err != nil || n != 0 {
-		t.Errorf("the dedup key's window outlived its message: exists %d, %v", n, err)
+	for _, k := range []string{"dd:acme|r1|hash-1", "last:acme|r1|" + m.Target, "lasts"} {
+		if n, err := s.client.Exists(ctx, s.key(k)).Result(); err != nil || n != 0 {
+			t.Errorf("%s outlived the prune: exists %d, %v", k, n, err)
+		}
 	}
 	if _, created, err := s.Create(ctx, twin, herald.CreateOptions{DedupSince: t0}); err != nil || !created {
 		t.Errorf("Create of a twin once pruned: created %v, %v; want a new message", created, err)

@@ -91,7 +91,7 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 		pause = strconv.FormatInt(unixms.From(t.PauseUntil), 10) + "|" + t.PauseReason
 	}
 	enc := newEncoding()
-	args := append(slices.Grow(enc.args, 16+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
+	args := append(slices.Grow(enc.args, 15+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, attempts, t.Reason, pause, t.RequireSubscription, encodeResult(t.Result))
 	for _, sub := range t.Notify {
 		args = append(args, sub)

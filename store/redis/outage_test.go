@@ -51,7 +51,10 @@ var everyMethod = []storeCall{
 	}},
 	{"SetAdmissionUnchanged", setAdmission}, // recounts in steps of its own
 	{"Lane", func(ctx context.Context, s *Store) error { _, err := s.Lane(ctx, "r1", "", "acme"); return err }},
-	{"Lanes", func(ctx context.Context, s *Store) error { _, err := s.Lanes(ctx, "", 10); return err }},
+	{"Lanes", func(ctx context.Context, s *Store) error {
+		_, err := s.Lanes(ctx, herald.LaneQuery{Limit: 10})
+		return err
+	}},
 	{"FirstActive", func(ctx context.Context, s *Store) error { _, err := s.FirstActive(ctx, "r1", "device-1"); return err }},
 	{"ReportCircuit", func(ctx context.Context, s *Store) error {
 		_, err := s.ReportCircuit(ctx, herald.CircuitReport{Route: "r1", At: t0, Failed: true})

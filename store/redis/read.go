@@ -28,7 +28,7 @@ func (s *Store) Get(ctx context.Context, id string) (*herald.Message, error) {
 }
 
 // Overdue returns up to limit active messages past their Deadline (in
-// flight), past their ExpiresAt, or DELIVERED_TO_NS with a poll due.
+// flight) or past their ExpiresAt.
 func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]*herald.Message, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -42,6 +42,26 @@ func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]*heral
 	for i, r := range replies {
 		if msgs[i], err = decodeReply(r); err != nil {
 			return nil, wrap(ctx, "overdue", err)
+		}
+	}
+	return msgs, nil
+}
+
+// DuePolls returns up to limit DELIVERED_TO_NS messages whose poll is due
+// at now, earliest due first.
+func (s *Store) DuePolls(ctx context.Context, now time.Time, limit int) ([]*herald.Message, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	res, err := s.eval(ctx, duePollsScript, unixms.From(now), limit)
+	if err != nil {
+		return nil, wrap(ctx, "due polls", err)
+	}
+	replies, _ := res.([]any)
+	msgs := make([]*herald.Message, len(replies))
+	for i, r := range replies {
+		if msgs[i], err = decodeReply(r); err != nil {
+			return nil, wrap(ctx, "due polls", err)
 		}
 	}
 	return msgs, nil

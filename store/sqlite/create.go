@@ -73,11 +73,12 @@ func (tx *wtx) findIdempotent(m *herald.Message) (*herald.Message, error) {
 	return prev, err
 }
 
-// findDuplicate returns the latest message, with its timeline, that has
-// m's tenant, route and dedup key and reached DELIVERY_SUCCESSFUL at or
-// after since, or nil.
+// findDuplicate returns the last message sent to m's target (same tenant
+// and route), with its timeline, when it has m's dedup key, was sent at or
+// after since, is the last created for the target and did not fail; or
+// nil (see the last_sent table).
 func (tx *wtx) findDuplicate(m *herald.Message, since time.Time) (*herald.Message, error) {
-	prev, err := scanWithTimeline(tx.st.findDuplicate.QueryRow(m.Tenant, m.Route, m.DedupKey, unixms.From(since)))
+	prev, err := scanWithTimeline(tx.st.findDuplicate.QueryRow(m.Tenant, m.Route, m.Target, m.DedupKey, unixms.From(since)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -48,6 +48,11 @@ func (s *Store) Prune(ctx context.Context, before time.Time, limit int) (int, er
 		if _, err := tx.st.pruneBuckets.Exec(unixms.From(before), limit); err != nil {
 			return err
 		}
+		// So do the last messages sent to targets untouched since: a
+		// dedup window never reaches back that far.
+		if _, err := tx.st.pruneLastSent.Exec(unixms.From(before), limit); err != nil {
+			return err
+		}
 		seen, err := deleted(tx.st.pruneInboxDone.Exec(unixms.From(before), limit))
 		n += seen
 		return err

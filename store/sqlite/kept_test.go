@@ -254,7 +254,7 @@ func TestKeptRecount(t *testing.T) {
 	if got := h.claim(10); len(got) != 0 {
 		t.Fatalf("claim after a flight of the process before ended = %v, want none: two of this one's in flight", got)
 	}
-	lanes, err := s.Lanes(h.ctx, "k", 10)
+	lanes, err := s.Lanes(h.ctx, herald.LaneQuery{Route: "k", Limit: 10})
 	if err != nil || len(lanes) != 1 || lanes[0].Queued != 1 || !slices.Equal(lanes[0].InFlight, msgs[2:4]) {
 		t.Errorf("Lanes = %+v, %v; want lane A, 1 queued, %v in flight", lanes, err, msgs[2:4])
 	}

@@ -689,11 +689,19 @@ func (s *Store) FirstActive(ctx context.Context, route, target string) (string, 
 	return id, wrap("first active", err)
 }
 
-// Lanes returns up to limit lanes of gated routes (of route alone, unless
-// it is empty), busiest first, with their queued count, in-flight ids and
-// state.
-func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.LaneState, error) {
-	rows, err := s.rs.busiestLanes.QueryContext(ctx, route, limit)
+// Lanes returns up to q.Limit lanes of gated routes (of q.Route alone,
+// unless it is empty), busiest first, with their queued count, in-flight
+// ids and state; with q.Tenant, the lanes holding that tenant's messages,
+// counting only those.
+func (s *Store) Lanes(ctx context.Context, q herald.LaneQuery) ([]herald.LaneState, error) {
+	route := q.Route
+	busiest, busiestArgs := s.rs.busiestLanes, []any{route, q.Limit}
+	inFlight, inFlightArgs := s.rs.lanesInFlight, []any{route}
+	if q.Tenant != "" {
+		busiest, busiestArgs = s.rs.tenantLanes, append(busiestArgs, q.Tenant)
+		inFlight, inFlightArgs = s.rs.tenantLanesInFlight, append(inFlightArgs, q.Tenant)
+	}
+	rows, err := busiest.QueryContext(ctx, busiestArgs...)
 	type busy struct {
 		route, lane string
 		queued      int
@@ -724,7 +732,7 @@ func (s *Store) Lanes(ctx context.Context, route string, limit int) ([]herald.La
 		lane herald.LaneRef
 		id   string
 	}
-	rows, err = s.rs.lanesInFlight.QueryContext(ctx, route)
+	rows, err = inFlight.QueryContext(ctx, inFlightArgs...)
 	flights, err := collect(rows, err, func(sc rowScanner) (flight, error) {
 		var f flight
 		return f, sc.Scan(&f.lane.Route, &f.lane.Lane, &f.id)

@@ -269,7 +269,7 @@ func reads(t *testing.T, s *Store, msgs []*herald.Message, at time.Time) {
 	if _, err := s.Overdue(ctx, at.Add(time.Hour), 100); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lanes(ctx, "", 10); err != nil {
+	if _, err := s.Lanes(ctx, herald.LaneQuery{Limit: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ActiveRoutes(ctx); err != nil {

@@ -84,13 +84,23 @@ func (s *Store) List(ctx context.Context, q herald.Query) ([]*herald.Message, st
 }
 
 // Overdue returns up to limit active messages past their Deadline (in
-// flight), past their ExpiresAt, or DELIVERED_TO_NS with a poll due.
+// flight) or past their ExpiresAt.
 func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]*herald.Message, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	msgs, err := scanMessages(s.rs.overdue.QueryContext(ctx, unixms.From(now), limit))
 	return msgs, wrap("overdue", err)
+}
+
+// DuePolls returns up to limit DELIVERED_TO_NS messages whose poll is due
+// at now, earliest due first.
+func (s *Store) DuePolls(ctx context.Context, now time.Time, limit int) ([]*herald.Message, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	msgs, err := scanMessages(s.rs.duePolls.QueryContext(ctx, unixms.From(now), limit))
+	return msgs, wrap("due polls", err)
 }
 
 // FindByExternalID returns the active message of route whose carrier id is

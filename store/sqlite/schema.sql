@@ -78,9 +78,6 @@ CREATE INDEX IF NOT EXISTS messages_coalesce ON messages (tenant, route, coalesc
 -- Ordered routes: the active messages of a target, oldest first.
 CREATE INDEX IF NOT EXISTS messages_target ON messages (route, target, id)
 	WHERE ordered = 1 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
--- Create: content-hash dedup against the messages delivered lately.
-CREATE INDEX IF NOT EXISTS messages_dedup ON messages (tenant, route, dedup_key, updated_at)
-	WHERE dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL';
 -- FindByExternalID.
 CREATE INDEX IF NOT EXISTS messages_external ON messages (route, external_id)
 	WHERE external_id != '' AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED';
@@ -163,6 +160,8 @@ CREATE TABLE IF NOT EXISTS events (
 ) WITHOUT ROWID;
 
 CREATE INDEX IF NOT EXISTS events_due ON events (due_at) WHERE dead = 0;
+-- The dead events, newest first (DeadEvents, ReplayEvents).
+CREATE INDEX IF NOT EXISTS events_dead ON events (at, id) WHERE dead = 1;
 
 -- lanes is the state of each lane of a gated route. The triggers below and
 -- the statements that change a message's status keep head_* and inflight
@@ -280,6 +279,42 @@ BEGIN
 		WHERE ordered = 1 AND status != 'DELIVERY_SUCCESSFUL' AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED'
 			AND route = new.route AND target = new.target
 		ORDER BY id LIMIT 1);
+END;
+
+-- Create's dedup: for each target of a route with dedup (its messages
+-- have a dedup_key), the last message sent to it (moved from SENT_TO_NS
+-- to DELIVERED_TO_NS or DELIVERY_SUCCESSFUL: the network accepted it),
+-- with its dedup key and when, and the last message created for it. The
+-- triggers below keep it; Prune forgets the targets untouched since its
+-- cut.
+CREATE TABLE IF NOT EXISTS last_sent (
+	tenant     TEXT NOT NULL,
+	route      TEXT NOT NULL,
+	target     TEXT NOT NULL,
+	hash       TEXT NOT NULL DEFAULT '',  -- the last sent's dedup key; '' while none was sent
+	sent_id    TEXT NOT NULL DEFAULT '',
+	sent_at    INTEGER NOT NULL DEFAULT 0,
+	newest_id  TEXT NOT NULL,             -- the last created
+	touched_at INTEGER NOT NULL,          -- the last of the two changes
+	PRIMARY KEY (tenant, route, target)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS last_sent_touched ON last_sent (touched_at);
+CREATE TRIGGER IF NOT EXISTS last_sent_created AFTER INSERT ON messages
+WHEN new.dedup_key != ''
+BEGIN
+	INSERT INTO last_sent (tenant, route, target, newest_id, touched_at)
+		VALUES (new.tenant, new.route, new.target, new.id, new.created_at)
+	ON CONFLICT (tenant, route, target) DO UPDATE SET newest_id = excluded.newest_id,
+		touched_at = max(touched_at, excluded.touched_at);
+END;
+CREATE TRIGGER IF NOT EXISTS last_sent_sent AFTER UPDATE OF status ON messages
+WHEN new.dedup_key != '' AND old.status = 'SENT_TO_NS'
+	AND (new.status = 'DELIVERED_TO_NS' OR new.status = 'DELIVERY_SUCCESSFUL')
+BEGIN
+	INSERT INTO last_sent (tenant, route, target, hash, sent_id, sent_at, newest_id, touched_at)
+		VALUES (new.tenant, new.route, new.target, new.dedup_key, new.id, new.updated_at, new.id, new.updated_at)
+	ON CONFLICT (tenant, route, target) DO UPDATE SET hash = excluded.hash, sent_id = excluded.sent_id,
+		sent_at = excluded.sent_at, touched_at = max(touched_at, excluded.touched_at);
 END;
 
 -- The inbox: the events push carriers sent back (herald.Inbound), from

@@ -20,6 +20,7 @@ type writeStmts struct {
 	pruneLanes, pruneBuckets              *sql.Stmt
 	claimEvents, deleteEvent, retryEvent  *sql.Stmt
 	insertDataEvent                       *sql.Stmt
+	pruneLastSent                         *sql.Stmt
 
 	// The inbox's (inbox.go).
 	addInbound, claimInbound, deleteInbound, laterInbound *sql.Stmt
@@ -57,11 +58,13 @@ type readStmts struct {
 	all []*sql.Stmt
 
 	get, byIDs, findExternal, activeRoutes, counts, overdue *sql.Stmt
+	duePolls                                                *sql.Stmt
 
 	// The lanes' (lanes.go).
 	lane, laneQueued, laneInFlight, lanesInFlight *sql.Stmt
 	keptLaneQueued                                *sql.Stmt
-	tenantBucket, busiestLanes                    *sql.Stmt
+	tenantBucket, busiestLanes, tenantLanes       *sql.Stmt
+	tenantLanesInFlight                           *sql.Stmt
 
 	// The rooms' (rooms.go).
 	room, rooms, subscription, subscriptions, roomEvent *sql.Stmt
@@ -98,9 +101,13 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.rollback, `ROLLBACK`},
 		{&st.insertMessage, `INSERT INTO messages (` + msgCols + `, seq, timeline, ordered)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`},
-		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages INDEXED BY messages_dedup
-			WHERE tenant = +? AND route = +? AND dedup_key = +? AND dedup_key != '' AND status = 'DELIVERY_SUCCESSFUL' AND updated_at >= ?
-			ORDER BY updated_at DESC LIMIT 1`},
+		// The last message sent to the target (?1, ?2, ?3) when it has the
+		// dedup key ?4, was sent at or after ?5, is the last created for
+		// the target and did not fail.
+		{&st.findDuplicate, `SELECT ` + msgCols + `, timeline FROM messages
+			WHERE id = (SELECT sent_id FROM last_sent WHERE tenant = ?1 AND route = ?2 AND target = ?3
+					AND hash = ?4 AND sent_id = newest_id AND sent_at >= ?5)
+				AND status != 'DELIVERY_FAILED' AND status != 'CANCELLED'`},
 		// Event ids are made of the message id and seq, so a subscriber
 		// named twice in one Notify gets one event.
 		{&st.insertEvent, `INSERT OR IGNORE INTO events (id, subscriber, message_id, type, at, attempt, due_at, dead, last_error)
@@ -140,8 +147,13 @@ func (st *writeStmts) defs() []stmtDef {
 		{&st.prune, `DELETE FROM messages WHERE id IN (
 				SELECT id FROM messages INDEXED BY messages_done
 				WHERE ` + terminalSQL + ` AND updated_at < ? LIMIT CAST(? AS INTEGER))`},
+		// An event goes once none of its deliveries is active: they read
+		// its data when they are sent (the engine's eventdata.go).
 		{&st.pruneEvents, `DELETE FROM room_events WHERE id IN (
-				SELECT id FROM room_events INDEXED BY room_events_created WHERE created_at < ? LIMIT CAST(? AS INTEGER))`},
+				SELECT e.id FROM room_events e INDEXED BY room_events_created WHERE e.created_at < ?
+					AND NOT EXISTS (SELECT 1 FROM json_each(e.deliveries) d JOIN messages m ON m.id = d.value ->> 1
+						WHERE m.status NOT IN ('DELIVERY_SUCCESSFUL', 'DELIVERY_FAILED', 'CANCELLED'))
+				LIMIT CAST(? AS INTEGER))`},
 		// A lane with no message and nothing of its times after ?1: a row
 		// made again by the triggers holds the same, but for its circuit's
 		// state, which goes once its last failure is before ?1 too.
@@ -166,6 +178,8 @@ func (st *writeStmts) defs() []stmtDef {
 			WHERE id = ?1 AND status = 'DELIVERED_TO_NS' AND lease = ?2 AND due_at = ?3`},
 		{&st.settledInbound, `INSERT OR IGNORE INTO inbox_done (id, at) SELECT id, at FROM inbox WHERE id = ?`},
 		{&st.deleteInbound, `DELETE FROM inbox WHERE id = ?`},
+		{&st.pruneLastSent, `DELETE FROM last_sent WHERE (tenant, route, target) IN (
+				SELECT tenant, route, target FROM last_sent INDEXED BY last_sent_touched WHERE touched_at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.pruneInboxDone, `DELETE FROM inbox_done WHERE id IN (
 				SELECT id FROM inbox_done INDEXED BY inbox_done_at WHERE at < ?1 LIMIT CAST(?2 AS INTEGER))`},
 		{&st.laterInbound, `UPDATE inbox SET due_at = ?2 WHERE id = ?1`},
@@ -340,10 +354,10 @@ func (st *readStmts) defs() []stmtDef {
 				SELECT id FROM (SELECT id FROM messages INDEXED BY messages_inflight
 					WHERE ` + inFlightSQL + ` AND deadline > 0 AND deadline <= ?1 LIMIT CAST(?2 AS INTEGER))
 				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_expiry
-					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT CAST(?2 AS INTEGER))
-				UNION SELECT id FROM (SELECT id FROM messages INDEXED BY messages_poll
-					WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
+					WHERE expires_at > 0 AND ` + activeSQL + ` AND expires_at <= ?1 LIMIT CAST(?2 AS INTEGER)))
 			LIMIT CAST(?2 AS INTEGER)`},
+		{&st.duePolls, `SELECT ` + msgCols + ` FROM messages INDEXED BY messages_poll
+			WHERE due_at > 0 AND status = 'DELIVERED_TO_NS' AND due_at <= ?1 ORDER BY due_at LIMIT CAST(?2 AS INTEGER)`},
 		{&st.laneCircuit, `SELECT failures, circuit FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.lane, `SELECT next_at, tokens, tokens_at, paused_until, pause_reason, circuit, failures FROM lanes WHERE route = ? AND lane = ?`},
 		{&st.laneQueued, `SELECT COUNT(*) FROM messages INDEXED BY messages_lane
@@ -358,6 +372,8 @@ func (st *readStmts) defs() []stmtDef {
 			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND route = +? AND lane = +? ORDER BY id`},
 		{&st.lanesInFlight, `SELECT route, lane, id FROM messages INDEXED BY messages_inflight
 			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) ORDER BY id`},
+		{&st.tenantLanesInFlight, `SELECT route, lane, id FROM messages INDEXED BY messages_inflight
+			WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) AND tenant = ?2 ORDER BY id`},
 		{&st.tenantBucket, `SELECT tokens, tokens_at FROM tenant_buckets WHERE route = ? AND tenant = ?`},
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
 		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation
@@ -381,6 +397,17 @@ func (st *readStmts) defs() []stmtDef {
 				UNION ALL SELECT route, lane, 0, COUNT(*) FROM messages INDEXED BY messages_inflight
 					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) GROUP BY route, lane
 				UNION ALL SELECT route, lane, 0, 0 FROM lanes WHERE ?1 = '' OR route = ?1)
+			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
+		// The same of one tenant's messages (?3): the lanes that hold
+		// some, counting them only. Each message the indexes hold is read
+		// for its tenant.
+		{&st.tenantLanes, `SELECT route, lane, SUM(q) FROM (
+				SELECT route, lane, COUNT(*) AS q, COUNT(*) AS n FROM messages INDEXED BY messages_lane
+					WHERE status = 'QUEUED' AND gated = 1 AND (?1 = '' OR route = ?1) AND tenant = ?3 GROUP BY route, lane
+				UNION ALL SELECT route, lane, COUNT(*), COUNT(*) FROM messages INDEXED BY messages_kept
+					WHERE status = 'QUEUED' AND gated = 3 AND (?1 = '' OR route = ?1) AND tenant = ?3 GROUP BY route, lane
+				UNION ALL SELECT route, lane, 0, COUNT(*) FROM messages INDEXED BY messages_inflight
+					WHERE (gated = 1 OR gated = 3) AND ` + inFlightSQL + ` AND (?1 = '' OR route = ?1) AND tenant = ?3 GROUP BY route, lane)
 			GROUP BY route, lane ORDER BY SUM(n) DESC, route, lane LIMIT CAST(?2 AS INTEGER)`},
 	}
 }

@@ -135,7 +135,11 @@ func (w *writer) init(ctx context.Context, path string, durable bool) error {
 }
 
 // migrate brings a database written by an earlier version to the schema's
-// shape where schema.sql's CREATE ... IF NOT EXISTS cannot: the gated,
+// shape where schema.sql's CREATE ... IF NOT EXISTS cannot (which makes
+// the tables and triggers new to it: last_sent starts empty, so that the
+// first message after the upgrade to a target is not deduplicated): the
+// dedup index of the versions that deduplicated against any message
+// delivered lately, gone; the gated,
 // dedup_key, backoff and ordered columns of messages, the data column of
 // events, the owner and circuit_at columns of lanes, the lanes' triggers
 // and in-flight index, the target index that now holds the ordered routes'
@@ -164,7 +168,8 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 	// (A build of 2026-11-25 named the trigger lanes_flight.)
 	if _, err := conn.ExecContext(ctx, `DROP TRIGGER IF EXISTS lanes_update;
 			DROP TRIGGER IF EXISTS lanes_flight;
-			DROP INDEX IF EXISTS messages_lane_inflight;`); err != nil {
+			DROP INDEX IF EXISTS messages_lane_inflight;
+			DROP INDEX IF EXISTS messages_dedup;`); err != nil {
 		return err
 	}
 	// messages_target held every gated message; it holds those of ordered

@@ -642,35 +642,6 @@ func testLanes(t *testing.T, open opener) {
 		}
 	})
 
-	t.Run("Dedup", func(t *testing.T) {
-		h := open(t)
-		first := newMessage("d")
-		first.DedupKey = "hash-1"
-		h.create(first)
-		h.walk(first.ID, at(time.Minute), herald.StatusQueued, herald.StatusSentToNS, herald.StatusDeliverySuccessful)
-		twin := func(tenant string) *herald.Message {
-			m := newMessage("d")
-			m.DedupKey, m.Tenant = "hash-1", tenant
-			return m
-		}
-		stored, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{DedupSince: at(time.Minute)})
-		if errors.Is(err, errors.ErrUnsupported) {
-			t.Skipf("Create with a dedup window: %v", err)
-		}
-		if err != nil || created || stored == nil || stored.ID != first.ID {
-			t.Fatalf("Create of a twin within the window = %v, created %v, %v; want the delivered %s", stored, created, err, first.ID)
-		}
-		if _, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{DedupSince: at(time.Minute + time.Millisecond)}); err != nil || !created {
-			t.Errorf("Create of a twin after the window: created %v, %v; want a new message", created, err)
-		}
-		if _, created, err := h.s.Create(h.ctx, twin("globex"), herald.CreateOptions{DedupSince: t0}); err != nil || !created {
-			t.Errorf("Create of another tenant's twin: created %v, %v; want a new message", created, err)
-		}
-		if _, created, err := h.s.Create(h.ctx, twin("acme"), herald.CreateOptions{}); err != nil || !created {
-			t.Errorf("Create of a twin with no window: created %v, %v; want a new message", created, err)
-		}
-	})
-
 	eachKeeper(t, "Circuit", func(t *testing.T, keep keeper) {
 		h := open(t)
 		h.admit(map[string]herald.Admission{
@@ -796,7 +767,7 @@ func testLanes(t *testing.T, open opener) {
 		h.createN("g", "B", 5)
 		h.createN("h", "C", 3)
 		h.claimGated(t0, 10)
-		all, err := h.s.Lanes(h.ctx, "", 10)
+		all, err := h.s.Lanes(h.ctx, herald.LaneQuery{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -807,9 +778,56 @@ func testLanes(t *testing.T, open opener) {
 		if want := []string{"g/B:4+1", "h/C:2+1", "g/A:0+1"}; !slices.Equal(got, want) {
 			t.Errorf("Lanes = %v, want %v", got, want)
 		}
-		some, err := h.s.Lanes(h.ctx, "g", 1)
+		some, err := h.s.Lanes(h.ctx, herald.LaneQuery{Route: "g", Limit: 1})
 		if err != nil || len(some) != 1 || some[0].Lane != "B" || len(some[0].InFlight) != 1 {
 			t.Errorf("Lanes(g, 1) = %+v, %v; want lane B, its one message in flight", some, err)
+		}
+	})
+
+	// A tenant's lanes are those that hold its messages, queued or in
+	// flight, counting them alone: no tenant learns of a lane that only
+	// others' messages take.
+	eachKeeper(t, "LanesOfATenant", func(t *testing.T, keep keeper) {
+		h := open(t)
+		h.admit(map[string]herald.Admission{"g": keep(herald.Admission{Concurrency: 1}), "h": keep(herald.Admission{Concurrency: 1})})
+		create := func(route, lane, tenant string, n int) {
+			for range n {
+				m := newMessage(route)
+				m.Lane, m.Tenant = lane, tenant
+				h.create(m)
+			}
+		}
+		create("g", "A", "acme", 1)
+		create("g", "A", "other", 2)
+		create("g", "B", "other", 3)
+		create("h", "C", "acme", 2)
+		h.claimGated(t0, 10) // the first of each lane
+		lanes := func(q herald.LaneQuery) []string {
+			t.Helper()
+			got, err := h.s.Lanes(h.ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, l := range got {
+				out = append(out, fmt.Sprintf("%s/%s:%d+%d", l.Route, l.Lane, l.Queued, len(l.InFlight)))
+			}
+			return out
+		}
+		for _, c := range []struct {
+			q    herald.LaneQuery
+			want []string
+		}{
+			{herald.LaneQuery{Limit: 10}, []string{"g/A:2+1", "g/B:2+1", "h/C:1+1"}},
+			{herald.LaneQuery{Tenant: "acme", Limit: 10}, []string{"h/C:1+1", "g/A:0+1"}},
+			{herald.LaneQuery{Tenant: "other", Limit: 10}, []string{"g/B:2+1", "g/A:2+0"}},
+			{herald.LaneQuery{Tenant: "acme", Route: "g", Limit: 10}, []string{"g/A:0+1"}},
+			{herald.LaneQuery{Tenant: "other", Limit: 1}, []string{"g/B:2+1"}},
+			{herald.LaneQuery{Tenant: "nobody", Limit: 10}, nil},
+		} {
+			if got := lanes(c.q); !slices.Equal(got, c.want) {
+				t.Errorf("Lanes(%+v) = %v, want %v", c.q, got, c.want)
+			}
 		}
 	})
 }

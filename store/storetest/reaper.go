@@ -14,11 +14,11 @@ func testOverdue(t *testing.T, open opener) {
 	past, future := at(time.Minute), at(2*time.Hour)
 
 	// setup stores one message per case and returns the ids Overdue must
-	// return at now.
-	setup := func(h *harness) (want []string) {
+	// return at now, and those DuePolls must.
+	setup := func(h *harness) (want, polls []string) {
 		// place creates a message (expiring at expires) and moves it along
 		// path, the last transition setting due and deadline.
-		place := func(overdue bool, expires, due, deadline time.Time, path ...herald.Status) {
+		place := func(overdue bool, expires, due, deadline time.Time, path ...herald.Status) *herald.Message {
 			m := newMessage("r1")
 			m.ExpiresAt = expires
 			h.create(m)
@@ -29,6 +29,7 @@ func testOverdue(t *testing.T, open opener) {
 			if overdue {
 				want = append(want, m.ID)
 			}
+			return m
 		}
 		q, s, d, v, r := herald.StatusQueued, herald.StatusSentToNS, herald.StatusDeliveredToNS, herald.StatusSentToDevice, herald.StatusToRetry
 		var zero time.Time
@@ -42,18 +43,20 @@ func testOverdue(t *testing.T, open opener) {
 		place(false, future, zero, zero)                                     // QUEUED, expires later
 		place(true, past, past, zero, q, s, r)                               // TO_RETRY, expired
 		place(false, zero, past, zero, q, s, r)                              // TO_RETRY due: Release's, not overdue
-		place(true, zero, past, future, q, s, d)                             // poll due
+		polls = append(polls, place(false, zero, now, future, q, s, d).ID)   // poll due now: DuePolls', not overdue
+		polls = append(polls, place(false, zero, past, future, q, s, d).ID)  // poll due before: DuePolls' first
 		place(false, zero, zero, future, q, s, d)                            // no poll
 		place(false, zero, future, future, q, s, d)                          // poll later
-		place(true, past, past, past, q, s, d)                               // every reason at once: returned once
+		place(true, past, zero, past, q, s, d)                               // both reasons at once: returned once
 		place(false, past, past, past, q, s, d, herald.StatusDeliveryFailed) // terminal
 		place(false, past, zero, zero, q, herald.StatusCancelled)            // terminal
-		return want
+		slices.Reverse(polls)                                                // earliest due first
+		return want, polls
 	}
 
 	t.Run("Cases", func(t *testing.T) {
 		h := open(t)
-		want := setup(h)
+		want, polls := setup(h)
 		got, err := h.s.Overdue(h.ctx, now, 100)
 		if err != nil {
 			t.Fatalf("Overdue: %v", err)
@@ -66,11 +69,26 @@ func testOverdue(t *testing.T, open opener) {
 				t.Errorf("Overdue message differs from Get: %v", d)
 			}
 		}
+		due, err := h.s.DuePolls(h.ctx, now, 100)
+		if err != nil {
+			t.Fatalf("DuePolls: %v", err)
+		}
+		if !slices.Equal(ids(due), polls) {
+			t.Errorf("DuePolls = %v, want %v, earliest due first", ids(due), polls)
+		}
+		for _, m := range due {
+			if d := diffMessage(m, h.get(m.ID)); len(d) > 0 {
+				t.Errorf("DuePolls message differs from Get: %v", d)
+			}
+		}
+		if due, err := h.s.DuePolls(h.ctx, now, 1); err != nil || !slices.Equal(ids(due), polls[:1]) {
+			t.Errorf("DuePolls with limit 1 = %v, %v; want %v", ids(due), err, polls[:1])
+		}
 	})
 
 	t.Run("Limit", func(t *testing.T) {
 		h := open(t)
-		want := setup(h)
+		want, _ := setup(h)
 		got, err := h.s.Overdue(h.ctx, now, 3)
 		if err != nil {
 			t.Fatalf("Overdue: %v", err)
@@ -114,11 +132,11 @@ func testClaimPoll(t *testing.T, open opener) {
 		if err := h.s.ClaimPoll(h.ctx, m.ID, m.Lease, due, at(50*time.Second)); !errors.Is(err, herald.ErrConflict) {
 			t.Errorf("second ClaimPoll of the same due: %v, want ErrConflict", err)
 		}
-		if got, err := h.s.Overdue(h.ctx, at(39*time.Second), 10); err != nil || len(got) != 0 {
-			t.Errorf("Overdue before until: %v, %v; want none", ids(got), err)
+		if got, err := h.s.DuePolls(h.ctx, at(39*time.Second), 10); err != nil || len(got) != 0 {
+			t.Errorf("DuePolls before until: %v, %v; want none", ids(got), err)
 		}
-		if got, err := h.s.Overdue(h.ctx, until, 10); err != nil || !slices.Equal(ids(got), []string{m.ID}) {
-			t.Errorf("Overdue at until: %v, %v; want the task (its taker died: another polls it)", ids(got), err)
+		if got, err := h.s.DuePolls(h.ctx, until, 10); err != nil || !slices.Equal(ids(got), []string{m.ID}) {
+			t.Errorf("DuePolls at until: %v, %v; want the task (its taker died: another polls it)", ids(got), err)
 		}
 	})
 

@@ -457,6 +457,30 @@ func testRooms(t *testing.T, open opener) {
 		}
 	})
 
+	// An event whose delivery is still active is not pruned: the delivery
+	// reads the event's data when it is sent. Once it ended, the event goes.
+	t.Run("PruneKeepsEventsOfActiveDeliveries", func(t *testing.T) {
+		h := open(t)
+		h.room("acme", "r", 0)
+		s := h.sub("r", herald.SubscriptionPull)
+		p := publication(h.getRoom("acme", "r"), []byte(`{"n":1}`), s)
+		p.Deliveries[0].Text = "" // the data is the event's
+		h.publish(p)
+		if n, err := h.s.Prune(h.ctx, at(30*24*time.Hour), 10); err != nil || n != 0 {
+			t.Fatalf("Prune with the delivery QUEUED: %d %v, want nothing pruned", n, err)
+		}
+		if _, err := h.s.RoomEvent(h.ctx, p.Event.ID); err != nil {
+			t.Fatalf("the event of a QUEUED delivery after Prune: %v", err)
+		}
+		h.transition(herald.Transition{ID: p.Deliveries[0].ID, From: herald.StatusQueued, To: herald.StatusCancelled, At: at(time.Hour)})
+		if _, err := h.s.Prune(h.ctx, at(30*24*time.Hour), 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.s.RoomEvent(h.ctx, p.Event.ID); !errors.Is(err, herald.ErrNotFound) {
+			t.Errorf("the event after its delivery ended and Prune: %v, want ErrNotFound", err)
+		}
+	})
+
 	// PullPastExpired: a subscriber that did not pull for a while has 300
 	// deliveries that expired (the reaper has not failed them yet) ahead
 	// of one that has not: Pull leases the one that is due and not

@@ -51,6 +51,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"Lanes", testLanes},
 		{"TraceParent", testTraceParent},
 		{"Result", testResult},
+		{"Dedup", testDedup},
+		{"DeadEvents", testDeadEvents},
 		{"Rooms", testRooms},
 	} {
 		t.Run(topic.name, func(t *testing.T) { topic.run(t, open) })

@@ -224,6 +224,7 @@
   function renderOverview(h, lanes) {
     $('#health').dataset.state = h.status;
     $('#health-status').textContent = h.status;
+    $('#health-message').textContent = h.message;
     const warnings = h.warnings || [];
     fill($('#health-warnings'), JSON.stringify(warnings),
       warnings.length ? warnings.map((w) => el('li', { text: w })) : [el('li', { text: 'No warnings.' })]);
@@ -504,16 +505,16 @@
             const h = new URLSearchParams(); if (route) h.set('route', route); h.set('reason', err);
             location.hash = `#/dead-letters?${h}`;
           } }), ' ',
-          el('button', { type: 'button', class: 'small', 'data-key': `replay:${err}`, text: 'Replay these', onclick: () => replayMatching(err) }),
+          el('button', { type: 'button', class: 'small write-only', 'data-key': `replay:${err}`, text: 'Replay these', onclick: () => replayMatching(err) }),
         ] : ''))) : [emptyRow(3, 'No dead letters.')]);
       $('#dl-groups-note').textContent = list.length ? `Of the ${list.length} dead letters shown${cursor ? ' (there are more)' : ''}.` : '';
       fill($('#dl-list tbody'), JSON.stringify(list), list.length ? list.map((m) => el('tr', { 'data-id': m.id },
-        el('td', {}, el('input', { type: 'checkbox', 'data-id': m.id, 'data-key': `sel:${m.id}`, 'aria-label': `Select ${m.id}`,
+        el('td', {}, el('input', { type: 'checkbox', class: 'write-only', 'data-id': m.id, 'data-key': `sel:${m.id}`, 'aria-label': `Select ${m.id}`,
           onchange: (ev) => { if (ev.target.checked) selected.add(m.id); else selected.delete(m.id); syncSelection(); } })),
         el('td', {}, msgLink(m.id)), el('td', { text: m.route }), el('td', { class: 'mono', text: m.target }),
         el('td', { class: 'num', text: `${m.attempt} / ${m.max_attempts}` }), el('td', {}, timeEl(m.updated_at)),
         el('td', { class: 'err', text: m.last_error }),
-        el('td', {}, el('button', { type: 'button', class: 'small', 'data-key': `replay1:${m.id}`, 'aria-label': `Replay ${m.id}`, text: 'Replay',
+        el('td', {}, el('button', { type: 'button', class: 'small write-only', 'data-key': `replay1:${m.id}`, 'aria-label': `Replay ${m.id}`, text: 'Replay',
           onclick: () => replayIDs([m.id]) })))) : [emptyRow(8, 'No dead letters match.')]);
       $('#dl-summary').textContent = `${list.length} dead letter${list.length === 1 ? '' : 's'} ${scope()}${cursor ? '; more below' : ''}.`;
       $('#dl-more').hidden = !cursor;
@@ -605,6 +606,60 @@
         flash(`Could not purge: ${e.message}`, 'error');
       }
       await reload();
+    };
+    return p;
+  }
+
+  // ---- Dead outcome events -----------------------------------------------
+
+  function outcomeEvents() {
+    let list = [];
+    let cursor = '';
+    let paged = false;
+    const render = () => {
+      fill($('#ev-list tbody'), JSON.stringify(list), list.length ? list.map((e) => el('tr', { 'data-id': e.id },
+        el('td', { class: 'mono', text: e.id }), el('td', { text: e.subscriber }), el('td', {}, badge(e.type)),
+        el('td', {}, e.message_id ? msgLink(e.message_id) : ''), el('td', {}, timeEl(e.at)),
+        el('td', { class: 'num', text: fmtNum(e.attempts) }), el('td', { class: 'err', text: e.last_error }),
+        el('td', {}, el('button', { type: 'button', class: 'small', 'data-key': `replay:${e.id}`, 'aria-label': `Replay ${e.id}`, text: 'Replay',
+          onclick: () => replay({ ids: [e.id] }, 'the event') })))) : [emptyRow(8, 'No dead outcome events.')]);
+      $('#ev-summary').textContent = `${list.length} dead outcome event${list.length === 1 ? '' : 's'}${cursor ? '; more below' : ''}.`;
+      $('#ev-more').hidden = !cursor;
+    };
+    const p = poller(async (live) => {
+      if (paged) return;
+      const res = await api('GET', '/v1/outcome-events?status=dead&limit=200');
+      if (!live() || paged) return;
+      list = res.events;
+      cursor = res.next_cursor;
+      render();
+    }, 5000);
+    const reload = () => { paged = false; return p.refresh(); };
+    $('#ev-more').onclick = async () => {
+      try {
+        const res = await api('GET', `/v1/outcome-events?status=dead&limit=200&cursor=${enc(cursor)}`);
+        paged = true;
+        list = list.concat(res.events);
+        cursor = res.next_cursor;
+        render();
+      } catch (e) { flash(e.message, 'error'); }
+    };
+    async function replay(body, what) {
+      try {
+        const res = await api('POST', '/v1/outcome-events/replay', body);
+        flash(`Sent ${what} again: ${res.replayed} event${res.replayed === 1 ? '' : 's'}.`);
+      } catch (e) {
+        flash(`Could not replay: ${e.message}`, 'error');
+      }
+      await reload();
+    }
+    $('#ev-replay-all').onclick = async () => {
+      const ok = await confirmDialog({
+        title: 'Replay every dead outcome event?',
+        text: 'Every dead outcome event about your messages is sent again at once, each with its subscriber\'s attempts afresh.',
+        yes: 'Replay them', no: 'Cancel',
+      });
+      if (ok) await replay({}, 'every dead outcome event');
     };
     return p;
   }
@@ -720,19 +775,24 @@
     messages: { view: messages, title: 'Messages', nav: 'messages' },
     message: { view: message, title: 'Message', nav: 'messages' },
     'dead-letters': { view: deadLetters, title: 'Dead letters', nav: 'dead-letters' },
+    'outcome-events': { view: outcomeEvents, title: 'Outcome events', nav: 'outcome-events' },
     charts: { view: charts, title: 'Charts', nav: 'charts' },
   };
   let current = null;
   let first = true;
 
+  // decode is decodeURIComponent, but keeps a malformed part (a lone %) as
+  // it is rather than throw: any address leads somewhere.
+  const decode = (s) => { try { return decodeURIComponent(s); } catch (e) { return s; } };
+
   function route() {
     const raw = location.hash.replace(/^#\/?/, '');
     const [path, query] = raw.split('?');
-    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    const parts = path.split('/').filter(Boolean).map(decode);
     let name = parts[0] || 'overview';
     let arg;
     if (name === 'messages' && parts[1]) { name = 'message'; arg = parts.slice(1).join('/'); }
-    if (!PAGES[name]) name = 'overview';
+    if (!Object.hasOwn(PAGES, name)) name = 'overview';
     const page = PAGES[name];
     if (current) current.stop();
     if (!first) flash('');

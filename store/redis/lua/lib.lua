@@ -28,8 +28,13 @@
 --   pairs         set: the T|R of every grp: key
 --   idem          hash: T|R|idempotency key -> id
 --   coal:<T|R|K>  set: the waiting ids of a coalesce key
---   dd:<T|R|K>    zset: the DELIVERY_SUCCESSFUL ids of a dedup key (K, the
---                 content hash); score updated_at, so the latest last
+--   last:<T|R|G>  hash: Create's dedup for target G of a route with dedup
+--                 (its messages have a dedup key): h, s and at, the dedup
+--                 key, id and time of the last message sent to it (moved
+--                 from SENT_TO_NS to DELIVERED_TO_NS or DELIVERY_SUCCESSFUL),
+--                 and n, the id of the last created for it
+--   lasts         zset: the T|R|G of every last: key; score its last
+--                 change, for Prune
 --   ext           hash: R|external id -> id of an active message
 --   lease         counter of the claims' leases
 --   pq:<R|G>      zset: the QUEUED pull messages (kind p, below) of route
@@ -358,8 +363,8 @@ end
 -- lane's ld) otherwise; with now nil (its place unknown) each is listed,
 -- score false; a QUEUED pull message is in its pq, due or not. A message
 -- in flight holds a slot of its lane: lin. An active message of an
--- ordered route is in its target's tgt; a delivered one with a dedup key
--- in the key's dd; an active delivery of a room in its subscription's sd.
+-- ordered route is in its target's tgt; an active delivery of a room in
+-- its subscription's sd.
 -- Scores are m's fields as they are, strings mostly: Redis parses them
 -- either way, and a number would be formatted first.
 local function zsets(m, now)
@@ -404,8 +409,6 @@ local function zsets(m, now)
 		z[P .. 'done'] = m.updated
 		if st == 'DELIVERY_FAILED' then
 			z[P .. 'failed'] = '0'
-		elseif st == 'DELIVERY_SUCCESSFUL' and m.dedup ~= '' then
-			z[P .. 'dd:' .. pair(m) .. '|' .. m.dedup] = m.updated
 		end
 	end
 	if num(m.expires) > 0 and active(st) then
@@ -605,9 +608,14 @@ local function move(m, to, at, reason, due, deadline, expires, ext, err, attempt
 end
 
 -- delete removes message m (from load with keys) and its index entries.
+-- (The versions that deduplicated against any message delivered lately
+-- kept a delivered one with a dedup key in dd:<T|R|K> too.)
 local function delete(m)
 	local id = m.id
 	reindex(id, zsets(m), coalkey(m), extfield(m), counted(m), nil)
+	if m.dedup ~= '' and m.st == 'DELIVERY_SUCCESSFUL' then
+		redis.call('ZREM', P .. 'dd:' .. pair(m) .. '|' .. m.dedup, id)
+	end
 	redis.call('DEL', P .. 'm:' .. id)
 	redis.call('ZREM', P .. 'ten:' .. m.tenant, id)
 	if m.corr ~= '' then
@@ -893,11 +901,18 @@ local function create(o, n)
 			return redis.call('HGETALL', P .. 'm:' .. prev)
 		end
 	end
-	if since then
-		local dd = select(7, keyed(ARGV[f + 1]))
-		local prev = redis.call('ZRANGE', P .. 'dd:' .. pr .. '|' .. dd, '+inf', since, 'BYSCORE', 'REV', 'LIMIT', 0, 1)[1]
-		if prev then
-			return redis.call('HGETALL', P .. 'm:' .. prev)
+	local target, dd = select(6, keyed(ARGV[f + 1]))
+	local sentkey = dd and dd ~= '' and P .. 'last:' .. pr .. '|' .. target
+	if since and sentkey then
+		-- The last message sent to the target, with this dedup key, within
+		-- the window, the last created for it, not failed: the same
+		-- command the device shows.
+		local h, sentid, at, newest = unpack(redis.call('HMGET', sentkey, 'h', 's', 'at', 'n'))
+		if h == dd and sentid == newest and num(at) >= num(since) then
+			local prev = load(sentid)
+			if prev and prev.st ~= 'DELIVERY_FAILED' and prev.st ~= 'CANCELLED' then
+				return redis.call('HGETALL', P .. 'm:' .. sentid)
+			end
 		end
 	end
 	local key = P .. 'm:' .. id
@@ -960,7 +975,23 @@ local function create(o, n)
 	if sd then
 		zadd(P .. 'sd:' .. sd, '0', id)
 	end
+	if sentkey then
+		redis.call('HSET', sentkey, 'n', id)
+		redis.call('ZADD', P .. 'lasts', 'GT', created, pr .. '|' .. target)
+	end
 	return 1 + cancelled
+end
+
+-- sent records message m, which the network accepted at its updated time,
+-- as the last message sent to its target (last:, lasts), and as the last
+-- created for it too when there is none (a message stored before last:
+-- was).
+local function sent(m)
+	local tk = pair(m) .. '|' .. m.target
+	local key = P .. 'last:' .. tk
+	redis.call('HSET', key, 'h', m.dedup, 's', m.id, 'at', m.updated)
+	redis.call('HSETNX', key, 'n', m.id)
+	redis.call('ZADD', P .. 'lasts', 'GT', m.updated, tk)
 end
 
 -- created writes what the call's creates left to write.
@@ -989,6 +1020,76 @@ local function enddeliveries(rg, at, reason, csubs, fsubs)
 	end
 	redis.call('DEL', P .. 'sd:' .. rg, P .. 'pq:' .. rg)
 	return n
+end
+
+-- Dead outbox events (dead_events.lua, replay_events.lua). A filter f is
+-- {tenant, sub, since, untl}: the tenant (escaped) of the event's message
+-- and the subscriber, '' for any; the bounds of its at, inclusive and
+-- exclusive, 0 for none. DEADFIELDS are the fields of an event that
+-- deadmatch returns.
+local DEADFIELDS = { 'sub', 'msg', 'type', 'attempt', 'data', 'err' }
+
+-- deadmatch returns the DEADFIELDS of dead event id at at when it matches
+-- filter f, nil otherwise.
+local function deadmatch(f, id, at)
+	local t = num(at)
+	if (f.since ~= 0 and t < f.since) or (f.untl ~= 0 and t >= f.untl) then
+		return nil
+	end
+	local v = redis.call('HMGET', P .. 'ev:' .. id, unpack(DEADFIELDS))
+	if f.sub ~= '' and v[1] ~= f.sub then
+		return nil
+	end
+	if f.tenant ~= '' then
+		local k = v[2] and v[2] ~= '' and redis.call('HGET', P .. 'm:' .. v[2], 'k')
+		if not k or select(3, keyed(k)) ~= f.tenant then
+			return nil
+		end
+	end
+	return v
+end
+
+-- deadscan walks evdead from the newest, or from after the event bid at
+-- bat (bid '' for the newest), and calls visit(id, at, fields) for each
+-- dead event that matches filter f, fields its DEADFIELDS, until visit
+-- returns false or it has looked at budget events. It returns the id and
+-- at of the last event it looked at when the budget stopped it, else nil.
+local function deadscan(f, bat, bid, budget, visit)
+	local max, min = '+inf', '-inf'
+	if bid ~= '' then
+		max = bat
+	end
+	if f.since ~= 0 then
+		min = f.since
+	end
+	local seen, offset = 0, 0
+	while true do
+		local page = redis.call('ZRANGE', P .. 'evdead', max, min, 'BYSCORE', 'REV', 'LIMIT', offset, 256, 'WITHSCORES')
+		if #page == 0 then
+			return nil
+		end
+		offset = offset + #page / 2
+		for i = 1, #page, 2 do
+			local id, at = page[i], page[i + 1]
+			if not (bid ~= '' and at == bat and id >= bid) then
+				seen = seen + 1
+				local v = deadmatch(f, id, at)
+				if v and not visit(id, at, v) then
+					return nil
+				end
+				if seen >= budget then
+					return id, at
+				end
+			end
+		end
+	end
+end
+
+-- revive makes dead event id live again, due at now, no delivery tried.
+local function revive(id, now)
+	redis.call('HSET', P .. 'ev:' .. id, 'dead', 0, 'attempt', 0, 'err', '')
+	redis.call('ZREM', P .. 'evdead', id)
+	redis.call('ZADD', P .. 'evdue', now, id)
 end
 
 -- INFIELDS are the fields of an inbox event's hash that inrow returns, in

@@ -1,9 +1,8 @@
 -- overdue.lua is Store.Overdue. ARGV: now, limit. It returns up to limit
--- messages, as HGETALL replies, past their deadline, past their expiry or
--- with a poll due.
+-- messages, as HGETALL replies, past their deadline or past their expiry.
 local now, limit = ARGV[1], tonumber(ARGV[2])
 local seen, out = {}, {}
-for _, k in ipairs({ P .. 'inflight', P .. 'expiry', P .. 'poll' }) do
+for _, k in ipairs({ P .. 'inflight', P .. 'expiry' }) do
 	for _, id in ipairs(redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, limit)) do
 		if #out == limit then
 			return out
