@@ -166,6 +166,9 @@ func (r *rig) get(id string) *herald.Message {
 }
 
 // waitStatus waits until message id is in status want, and returns it.
+// While it waits the fake clock moves a millisecond a look: an event that
+// came back before its send's answer was recorded is looked at again a few
+// milliseconds later, of the engine's clock.
 func (r *rig) waitStatus(id string, want herald.Status) *herald.Message {
 	r.t.Helper()
 	var m *herald.Message
@@ -179,6 +182,7 @@ func (r *rig) waitStatus(id string, want herald.Status) *herald.Message {
 			r.t.Fatalf("message %s is %s at attempt %d (last error %q), want %s", id, m.Status, m.Attempt, m.LastError, want)
 		}
 		time.Sleep(2 * time.Millisecond)
+		r.clock.Advance(time.Millisecond)
 	}
 }
 
