@@ -104,6 +104,15 @@ type URLChecker interface {
 // SendResult is what a carrier says when it accepts a message.
 type SendResult struct {
 	ExternalID string
+	// StageTimeout, when positive, is a push carrier's own bound on the
+	// DELIVERED_TO_NS stage of this send, in place of its route's carrier
+	// timeout: how long it waits for its network's answer (an LXMF
+	// recipient's proof, as long as its packet's receipt lives). The
+	// reaper handles the deadline as any carrier timeout.
+	StageTimeout time.Duration
+	// Result is what the carrier reports beyond acceptance
+	// (Message.Result: an LXMF delivery's method), nil for nothing.
+	Result map[string]string
 }
 
 // Poller is implemented by pull carriers: it asks the carrier how a task it

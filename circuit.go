@@ -70,10 +70,10 @@ const (
 )
 
 // DefaultEventTypes are the events a subscriber that names no types
-// receives: the end of each message, the uplinks that answer none, and the
-// lane events.
+// receives: the end of each message, the uplinks that answer none, the
+// messages addressed to herald itself, and the lane events.
 func DefaultEventTypes() []Status {
-	return []Status{StatusDeliverySuccessful, StatusDeliveryFailed, EventUplink, EventCircuitOpen, EventCircuitClosed}
+	return []Status{StatusDeliverySuccessful, StatusDeliveryFailed, EventUplink, EventLXMFMessage, EventCircuitOpen, EventCircuitClosed}
 }
 
 // laneEvent enqueues a lane event for each subscriber of its type in the

@@ -448,8 +448,8 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		if e.sendCtx.Err() != nil {
 			return Transition{}, false, outcomeOther
 		}
-		if wait := retryAfter(err); wait > 0 {
-			return e.backpressure(r, m, err, wait), true, outcomeOther
+		if t, ok := e.carrierWait(r, m, err); ok {
+			return t, true, outcomeOther
 		}
 		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
 		e.obs.Problem("carrier_error")
@@ -460,13 +460,16 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		return e.failure(r, m, err, "send failed"), true, outcome
 	}
 	now := e.clock.Now()
-	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Reason: "accepted by carrier"}
+	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Result: res.Result, Reason: "accepted by carrier"}
 	switch r.Carrier.Path() {
 	case PathDirect:
 		t.To = StatusDeliverySuccessful
 	case PathPush:
 		t.To = StatusDeliveredToNS
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)
+		if res.StageTimeout > 0 {
+			t.Deadline = now.Add(res.StageTimeout)
+		}
 	case PathPull:
 		t.To = StatusDeliveredToNS
 		t.Deadline = now.Add(r.Policy.Timeouts.Carrier)

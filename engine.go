@@ -69,8 +69,9 @@ type Observer interface {
 	// stale_completion, event_retry, event_dead, carrier_error).
 	Problem(kind string)
 	// Throttled is called when the engine holds a message of route back
-	// for reason: "backpressure" (the carrier asked to wait) or
-	// "circuit_open" (its lane's circuit opened). lanePaused tells whether
+	// for reason: "backpressure" (the carrier asked to wait),
+	// "circuit_open" (its lane's circuit opened) or a carrier's wait
+	// (WaitReasons: path_requested). lanePaused tells whether
 	// the message's lane pauses for it too.
 	Throttled(route, reason string, lanePaused bool)
 	// Inbound counts an event a route's network sent back, by its type or

@@ -56,9 +56,20 @@ func Permanent(err error) error { return &PermanentError{Err: err} }
 // RetryAfterError is a carrier's "not now, try again after After" (an HTTP
 // 429 or 503 with Retry-After, a platform's retry_after): the send does not
 // count as an attempt, and a gated route's lane pauses until then.
+//
+// With Counted set it is the carrier's own schedule for a send that did
+// count (an LXMF attempt that found no path to its recipient and asked for
+// one): the message waits After, in place of its route's retry policy, and
+// fails once its attempts are used up; its lane does not pause.
 type RetryAfterError struct {
 	After time.Duration
 	Err   error
+	// Counted makes the send count as an attempt (see above).
+	Counted bool
+	// Reason names what the message waits for: the reason of its timeline
+	// entry and of its lane's pause, and what explain says while it waits
+	// (one of WaitReasons). Empty means backpressure.
+	Reason string
 }
 
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
@@ -66,6 +77,21 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // RetryAfter wraps err as a "not now" that asks to wait d.
 func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{After: d, Err: err} }
+
+// WaitFor wraps err as a carrier's "the next attempt in d, once reason is
+// met": counted says whether the send spent an attempt (see
+// RetryAfterError). reason is one of WaitReasons.
+func WaitFor(d time.Duration, reason string, counted bool, err error) error {
+	return &RetryAfterError{After: d, Err: err, Counted: counted, Reason: reason}
+}
+
+// ReasonPathRequested is the wait of a message whose carrier asked its
+// network for a path to the recipient (LXMF): explain's path_requested.
+const ReasonPathRequested = "path_requested"
+
+// WaitReasons are the reasons a carrier may give WaitFor; each is an
+// explain reason of its own.
+var WaitReasons = []string{ReasonPathRequested}
 
 // DefaultPermanentPatterns are the error texts that mean the target is gone
 // for good (the chat platforms' texts): a message failing with one of them is not retried.

@@ -27,7 +27,20 @@ const (
 	// event about its queue item). Permanent fails it at once; otherwise
 	// it is retried.
 	InboundFailed InboundKind = "failed"
+	// InboundMessage: the network delivered a message to herald itself
+	// (an LXMF message to herald's own address). It goes to the
+	// subscribers at once, as an outcome event of type Reason (one of
+	// MessageEventTypes) whose body is Uplink.
+	InboundMessage InboundKind = "message"
 )
+
+// EventLXMFMessage is the type of the outcome event that carries an LXMF
+// message addressed to herald's own destination.
+const EventLXMFMessage Status = "lxmf.message"
+
+// MessageEventTypes are the types of the outcome events that carry a
+// message the network delivered to herald (InboundMessage).
+var MessageEventTypes = []Status{EventLXMFMessage}
 
 // AckWindow is how close in time a device's ack and its uplink must reach
 // herald to pair (the LoRaWAN correlation window).
@@ -45,12 +58,17 @@ type Inbound struct {
 	// Correlation pairs an ack with its uplink (ChirpStack's
 	// deduplicationId); empty when there is nothing to pair.
 	Correlation  string
-	Acknowledged bool   // InboundAck: the device acknowledged
-	Permanent    bool   // InboundFailed: no retry can succeed
-	Reason       string // InboundFailed: the carrier's words
-	Device       string // the device (a DevEUI)
+	Acknowledged bool // InboundAck: the device acknowledged
+	Permanent    bool // InboundFailed: no retry can succeed
+	// Reason is the carrier's words: why it failed (InboundFailed), how
+	// it was delivered (InboundTransmitted: the timeline's reason in place
+	// of "transmitted to the device"), or the outcome event's type
+	// (InboundMessage).
+	Reason string
+	Device string // the device (a DevEUI)
 	// Uplink is the JSON sent to subscribers as the uplink event of an
-	// InboundUplink that answers no message.
+	// InboundUplink that answers no message, or as the body of an
+	// InboundMessage's event.
 	Uplink []byte
 	At     time.Time // received
 	DueAt  time.Time // when the engine looks at it (again)
@@ -82,6 +100,15 @@ type EventReader interface {
 // network only after ingest returned nil: the event is then durable.
 type Listener interface {
 	Listen(ctx context.Context, ingest IngestFunc) error
+}
+
+// ListenOnly is implemented by EventReaders whose events come only
+// through their Listener, from the carrier's own connection to its
+// network (an LXMF node's proofs and messages): the HTTP ingress refuses
+// them, as it does a route that takes no events, so that no caller can
+// post one.
+type ListenOnly interface {
+	ListenOnly()
 }
 
 // IngestFunc takes one event body for a route, as Engine.Ingest does.

@@ -1,8 +1,10 @@
 package herald
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -13,19 +15,32 @@ const inboxLease = 30 * time.Second
 // inboxBatch bounds the inbox events claimed at once.
 const inboxBatch = 100
 
-// inboxRecheck is how soon an event whose message has not reached the step
-// it answers (a txack before the queue item id is durable) is looked at
-// again.
-const inboxRecheck = 500 * time.Millisecond
+// inboxRecheck bounds how soon an event whose message has not reached the
+// step it answers (a txack before the queue item id is durable, a proof
+// that came back before its send's answer was recorded) is looked at
+// again: after its age, at least inboxFirstRecheck, at most inboxRecheck.
+// The answer it waits for is usually a commit away, so the first looks
+// come soon and the later ones back off.
+const (
+	inboxRecheck      = 500 * time.Millisecond
+	inboxFirstRecheck = 5 * time.Millisecond
+)
+
+// recheckAfter is how long an event of the given age waits for its
+// message's step before it is looked at again.
+func recheckAfter(age time.Duration) time.Duration {
+	return min(inboxRecheck, max(inboxFirstRecheck, age))
+}
 
 // EventUplink is the type of the outcome event that carries a device's
 // uplink answering no message.
 const EventUplink Status = "uplink"
 
 // ParseEventType parses a subscriber's event type: a status, "uplink",
-// or a lane event's (lane.circuit_open, lane.circuit_closed).
+// a message event's (lxmf.message) or a lane event's (lane.circuit_open,
+// lane.circuit_closed).
 func ParseEventType(s string) (Status, error) {
-	if s == string(EventUplink) || isLaneEvent(Status(s)) {
+	if s == string(EventUplink) || isLaneEvent(Status(s)) || slices.Contains(MessageEventTypes, Status(s)) {
 		return Status(s), nil
 	}
 	return ParseStatus(s)
@@ -88,6 +103,8 @@ func (e *Engine) applyInbound(ctx context.Context, ev Inbound) {
 		s, err = e.onMessage(ctx, ev, e.transmitted)
 	case InboundFailed:
 		s, err = e.onMessage(ctx, ev, e.dropped)
+	case InboundMessage:
+		s = e.messageEvent(ev)
 	default:
 		e.obs.Inbound(ev.Route, string(ev.Kind), "ignored")
 		s = InboundSettle{Done: []string{ev.ID}}
@@ -100,8 +117,19 @@ func (e *Engine) applyInbound(ctx context.Context, ev Inbound) {
 		e.problem("store_error", "settle carrier event", "route", ev.Route, "event", ev.ID, "err", err)
 		return
 	}
+	if s.Later != "" {
+		e.wakeInbox(s.DueAt)
+	}
 	if s.Event != nil && len(s.Notify) > 0 {
 		e.nudge(e.eventPending)
+	}
+}
+
+// wakeInbox makes the inbox loop look at the inbox again at due, when its
+// poll would come later.
+func (e *Engine) wakeInbox(due time.Time) {
+	if d := due.Sub(e.clock.Now()); d < e.cfg.PollInterval {
+		e.clock.AfterFunc(d, func() { e.nudge(e.inboundPending) })
 	}
 }
 
@@ -140,7 +168,7 @@ func (e *Engine) onMessageOnce(ctx context.Context, r *route, ev Inbound, apply 
 	if errors.Is(err, ErrNotFound) || (err == nil && m.Status == StatusSentToNS) {
 		now := e.clock.Now()
 		if now.Sub(ev.At) < r.Policy.Timeouts.Accept {
-			return InboundSettle{Later: ev.ID, DueAt: now.Add(inboxRecheck)}, false, nil
+			return InboundSettle{Later: ev.ID, DueAt: now.Add(recheckAfter(now.Sub(ev.At)))}, false, nil
 		}
 		e.obs.Inbound(ev.Route, string(ev.Kind), "unmatched")
 		e.log.Info("carrier event answers no active message: dropped", "route", ev.Route, "kind", ev.Kind, "external_id", ev.ExternalID)
@@ -176,11 +204,11 @@ func (e *Engine) onMessageOnce(ctx context.Context, r *route, ev Inbound, apply 
 // next one), delivers a message that awaits no acknowledgement (a late
 // answer adopted: late.go); for one that does, only the device's ack says
 // it was delivered.
-func (e *Engine) transmitted(r *route, m *Message, _ Inbound) []Transition {
+func (e *Engine) transmitted(r *route, m *Message, ev Inbound) []Transition {
 	if m.Status != StatusDeliveredToNS && !m.Status.Waiting() {
 		return nil
 	}
-	t := Transition{From: m.Status, Lease: m.Lease, At: e.clock.Now(), Reason: "transmitted to the device"}
+	t := Transition{From: m.Status, Lease: m.Lease, At: e.clock.Now(), Reason: cmp.Or(ev.Reason, "transmitted to the device")}
 	awaitsAck := false
 	if reader, ok := r.Carrier.(EventReader); ok {
 		awaitsAck = reader.AwaitsAck(m)
@@ -321,4 +349,22 @@ func (e *Engine) lone(ack Inbound) InboundSettle {
 	e.obs.Inbound(ack.Route, string(ack.Kind), "unpaired")
 	e.log.Warn("device ack without its uplink within the window: dropped", "route", ack.Route, "external_id", ack.ExternalID)
 	return InboundSettle{Done: []string{ack.ID}}
+}
+
+// messageEvent sends a message the network delivered to herald (an LXMF
+// message to its own address) to the subscribers of its type, in the
+// write that deletes it. One of an unknown type is dropped and counted.
+func (e *Engine) messageEvent(ev Inbound) InboundSettle {
+	typ := Status(ev.Reason)
+	if !slices.Contains(MessageEventTypes, typ) {
+		e.obs.Inbound(ev.Route, string(ev.Kind), "ignored")
+		e.log.Warn("carrier message event of an unknown type: dropped", "route", ev.Route, "type", ev.Reason)
+		return InboundSettle{Done: []string{ev.ID}}
+	}
+	e.obs.Inbound(ev.Route, string(ev.Kind), "message")
+	s := InboundSettle{Done: []string{ev.ID}, Notify: e.notifyFor(typ)}
+	if len(s.Notify) > 0 {
+		s.Event = &Event{ID: "message." + ev.ID, Type: typ, At: e.clock.Now(), Data: ev.Uplink}
+	}
+	return s
 }

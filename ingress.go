@@ -59,10 +59,14 @@ func eventID(route, eventType string, body []byte) string {
 }
 
 // IngressSecret returns the bearer token route's network sends with its
-// events, and whether route takes events at all.
+// events, and whether route takes events over HTTP at all: not when its
+// carrier takes none, or only through its Listener (ListenOnly).
 func (e *Engine) IngressSecret(route string) (secret string, ok bool) {
 	reader, ok := e.eventReader(route)
 	if !ok {
+		return "", false
+	}
+	if _, listenOnly := reader.(ListenOnly); listenOnly {
 		return "", false
 	}
 	return reader.IngressSecret(), true

@@ -113,13 +113,15 @@ func (e *Engine) deliverEvent(ctx context.Context, ev Event) {
 }
 
 func (e *Engine) sendEvent(ctx context.Context, sub Subscriber, ev Event) error {
-	if ev.MessageID == "" { // about no message: a lane event or an uplink
+	if ev.MessageID == "" { // about no message: a lane event, an uplink or a message to herald
 		out := OutcomeEvent{ID: ev.ID, Type: ev.Type, At: ev.At.UTC()}
 		if isLaneEvent(ev.Type) {
 			out.Lane = &LaneEventView{}
 			if err := json.Unmarshal(ev.Data, out.Lane); err != nil {
 				return Permanent(fmt.Errorf("lane event %s: %w", ev.ID, err))
 			}
+		} else if ev.Type == EventLXMFMessage {
+			out.LXMF = ev.Data
 		} else {
 			out.Uplink = ev.Data
 		}

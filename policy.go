@@ -257,10 +257,16 @@ var Profiles = map[Profile]Policy{
 		RetryCarrierTimeout: true,
 	},
 	ProfileLXMF: {
+		// Seed 002: LXMF's outbound loop makes 5 attempts, 10 s apart
+		// (DELIVERY_RETRY_WAIT) when an attempt was not proved; a path
+		// request's 7 s wait is the carrier's own (WaitFor). A message
+		// awaiting its proof is in flight, and a lane is its recipient:
+		// one message at a time per recipient.
 		Retry:               RetryPolicy{Kind: RetryConstant, Base: 10 * time.Second},
 		MaxAttempts:         5,
 		Timeouts:            Timeouts{Accept: 20 * time.Second, Carrier: 15 * time.Minute, Device: 12 * time.Second},
 		RetryCarrierTimeout: true,
+		Admission:           Admission{Concurrency: 1},
 	},
 	ProfileClassC: {
 		// Retries after 2, 4, 8, 16 and 32 s (capped at 60 s): 6 sends in

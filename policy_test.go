@@ -47,8 +47,8 @@ func TestChannelScheduleRepeatsItsLastStep(t *testing.T) {
 
 func TestLXMFConstantTenSecondsFiveAttempts(t *testing.T) {
 	p, _ := ProfilePolicy(ProfileLXMF)
-	if p.MaxAttempts != 5 {
-		t.Errorf("lxmf attempts = %d, want 5", p.MaxAttempts)
+	if p.MaxAttempts != 5 || p.Admission.Concurrency != 1 || !p.RetryCarrierTimeout {
+		t.Errorf("lxmf attempts = %d, concurrency %d, retry carrier timeout %v; want 5, 1 per recipient, true", p.MaxAttempts, p.Admission.Concurrency, p.RetryCarrierTimeout)
 	}
 	for n := 1; n <= 5; n++ {
 		if got := p.Retry.Delay(n, 0.5); got != 10*time.Second {

@@ -331,6 +331,38 @@ func TestPushEventBeforeItsStepIsDurableWaitsInTheInbox(t *testing.T) {
 	}
 }
 
+// TestPushEventWaitingForItsStepIsLookedAtAgainSoon: an event that came
+// back before its send's answer was recorded (a fast network's proof) is
+// looked at again after its age, from a few milliseconds, not after half
+// a second; the inbox wakes for it before its next poll.
+func TestPushEventWaitingForItsStepIsLookedAtAgainSoon(t *testing.T) {
+	n := &network{hold: make(chan struct{})}
+	p, err := herald.ProfilePolicy(herald.ProfileLoRaWAN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Admission = herald.Admission{}
+	r := newRigWith(t, func(cfg *herald.Config) { cfg.PollInterval = 250 * time.Millisecond },
+		[]herald.Route{{Name: "lora", Carrier: n, Policy: p}})
+	r.start()
+	m := r.send(herald.SendRequest{Route: "lora", Target: "0102030405060708", Payload: []byte{1}, Params: map[string]string{"confirmed": "false"}})
+	eventually(t, func() bool { n.mu.Lock(); defer n.mu.Unlock(); return n.sends == 1 }, patience)
+	body, _ := json.Marshal(networkEvent{Item: "q-" + m.ID, Dedup: "tx"})
+	if err := r.eng.Ingest(context.Background(), "lora", "txack", "", body); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		evs, err := r.store.InboundByCorrelation(context.Background(), "lora", "tx")
+		return err == nil && len(evs) == 1 && evs[0].DueAt.Equal(r.clock.Now().Add(5*time.Millisecond))
+	}, patience)
+	close(n.hold)
+	eventually(t, func() bool { return r.get(m.ID).Status == herald.StatusDeliveredToNS }, patience)
+	r.advance(5 * time.Millisecond)
+	if s := r.get(m.ID).Status; s != herald.StatusDeliverySuccessful {
+		t.Fatalf("5 ms after the txack came early: %s, want DELIVERY_SUCCESSFUL", s)
+	}
+}
+
 func TestPushUplinkThatAnswersNoMessageGoesToSubscribers(t *testing.T) {
 	r := newPushRig(t)
 	r.ingest("up", networkEvent{Dedup: "d9", Data: "BQY="})
@@ -436,5 +468,105 @@ func TestPushLateAckAfterTheDeviceTimeoutIsAdopted(t *testing.T) {
 	}
 	if evs := r.sink.delivered(); len(evs) != 1 || evs[0].Type != herald.StatusDeliverySuccessful {
 		t.Errorf("events %+v, want one DELIVERY_SUCCESSFUL", evs)
+	}
+}
+
+// timedNetwork is a network whose sends bound their own wait for the
+// network's answer (SendResult.StageTimeout), as an LXMF proof's does.
+type timedNetwork struct{ network }
+
+func (n *timedNetwork) Send(ctx context.Context, m *herald.Message) (herald.SendResult, error) {
+	res, err := n.network.Send(ctx, m)
+	res.StageTimeout, res.Result = 12*time.Second, map[string]string{"method": "direct"}
+	return res, err
+}
+
+// TestPushStageTimeoutOfTheSendBoundsItsWait: a push carrier's own bound
+// on a send's DELIVERED_TO_NS stage replaces the route's carrier timeout
+// (15 min here): the message is retried once it passes. The result the
+// carrier reports with its acceptance is the message's.
+func TestPushStageTimeoutOfTheSendBoundsItsWait(t *testing.T) {
+	p, err := herald.ProfilePolicy(herald.ProfileLXMF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, []herald.Route{{Name: "mesh", Carrier: &timedNetwork{}, Policy: p}})
+	r.start()
+	m := r.send(herald.SendRequest{Route: "mesh", Target: "a", Text: "hi"})
+	r.settle()
+	if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || got.Deadline.Sub(r.clock.Now()) != 12*time.Second {
+		t.Fatalf("accepted: %s with its deadline in %v, want DELIVERED_TO_NS for 12s", got.Status, got.Deadline.Sub(r.clock.Now()))
+	}
+	if got := r.get(m.ID); got.Result["method"] != "direct" || got.View().Result["method"] != "direct" {
+		t.Errorf("result %v, want the carrier's", got.Result)
+	}
+	r.advance(12 * time.Second)
+	if got := r.get(m.ID); got.Status != herald.StatusToRetry || got.Attempt != 1 {
+		t.Fatalf("12 s later: %s at attempt %d, want TO_RETRY", got.Status, got.Attempt)
+	}
+}
+
+// messageNetwork is a network that also delivers messages to herald
+// itself: its "message" event is an InboundMessage of type lxmf.message.
+type messageNetwork struct{ network }
+
+func (n *messageNetwork) ReadEvent(eventType, ct string, body []byte) (herald.Inbound, bool, error) {
+	if eventType == "message" {
+		return herald.Inbound{Kind: herald.InboundMessage, Reason: string(herald.EventLXMFMessage), Uplink: body}, true, nil
+	}
+	if eventType == "odd" {
+		return herald.Inbound{Kind: herald.InboundMessage, Reason: "odd.message", Uplink: body}, true, nil
+	}
+	return n.network.ReadEvent(eventType, ct, body)
+}
+
+// TestPushMessageToHeraldGoesToItsSubscribersAtOnce: a message the
+// network delivered to herald itself (an LXMF message to its address)
+// reaches the subscribers of its type, with its body, without the 10 s an
+// uplink waits for its ack; one of a type herald does not know is dropped.
+func TestPushMessageToHeraldGoesToItsSubscribersAtOnce(t *testing.T) {
+	p, err := herald.ProfilePolicy(herald.ProfileLXMF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, only := &recordingSink{}, &recordingSink{}
+	r := newRig(t, []herald.Route{{Name: "mesh", Carrier: &messageNetwork{}, Policy: p}},
+		herald.Subscriber{Name: "all", Sink: all},
+		herald.Subscriber{Name: "ends", Sink: only, Types: []herald.Status{herald.StatusDeliveryFailed}})
+	r.start()
+	for _, typ := range []string{"message", "odd"} {
+		if err := r.eng.Ingest(context.Background(), "mesh", typ, "application/json", []byte(`{"source":"ab","content":"hi `+typ+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.settle()
+	got := all.delivered()
+	if len(got) != 1 || got[0].Type != herald.EventLXMFMessage || string(got[0].LXMF) != `{"source":"ab","content":"hi message"}` || got[0].Uplink != nil {
+		t.Fatalf("the subscriber of every type got %+v, want the lxmf.message event alone", got)
+	}
+	if n := len(only.delivered()); n != 0 {
+		t.Errorf("a subscriber of DELIVERY_FAILED only got %d events", n)
+	}
+	if typ, err := herald.ParseEventType("lxmf.message"); err != nil || typ != herald.EventLXMFMessage {
+		t.Errorf("ParseEventType(lxmf.message) = %q, %v", typ, err)
+	}
+}
+
+// listenOnlyNetwork is a network whose events come through its own
+// connection only.
+type listenOnlyNetwork struct{ network }
+
+func (*listenOnlyNetwork) ListenOnly() {}
+
+// TestListenOnlyRouteTakesNoHTTPEvents: the HTTP ingress takes no event
+// for a route whose carrier listens to its network itself and says so.
+func TestListenOnlyRouteTakesNoHTTPEvents(t *testing.T) {
+	p, _ := herald.ProfilePolicy(herald.ProfileLXMF)
+	r := newRig(t, []herald.Route{{Name: "mesh", Carrier: &listenOnlyNetwork{}, Policy: p}, {Name: "lora", Carrier: &network{}, Policy: p}})
+	if _, ok := r.eng.IngressSecret("mesh"); ok {
+		t.Error("a listen-only route takes HTTP events")
+	}
+	if secret, ok := r.eng.IngressSecret("lora"); !ok || secret != "s3cret" {
+		t.Errorf("another push route: %q, %v", secret, ok)
 	}
 }

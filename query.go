@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -210,6 +211,12 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 				return x, nil
 			}
 		}
+		if reason := waitingFor(m, now); reason != "" {
+			x.Reason, x.Until = reason, utcPtr(m.DueAt)
+			x.Detail = fmt.Sprintf("waiting %s for its carrier (%s) before attempt %d of %d; last error: %s",
+				m.DueAt.Sub(now).Round(time.Millisecond), reason, m.Attempt+1, m.MaxAttempts, m.LastError)
+			return x, nil
+		}
 		if m.DueAt.After(now) {
 			x.Reason, x.Until = "backoff", utcPtr(m.DueAt)
 			x.Detail = fmt.Sprintf("waiting %s before attempt %d of %d", m.DueAt.Sub(now).Round(time.Millisecond), m.Attempt+1, m.MaxAttempts)
@@ -254,6 +261,9 @@ func explainLane(x *Explanation, a Admission, lane LaneState, m *Message, now ti
 	switch {
 	case lane.PausedUntil.After(now):
 		x.Reason, x.Until = "lane_paused", utcPtr(lane.PausedUntil)
+		if slices.Contains(WaitReasons, lane.PauseReason) { // the lane waits for its carrier: a path to the recipient
+			x.Reason = lane.PauseReason
+		}
 		x.Detail = fmt.Sprintf("%s is paused for %s (%s)", name, lane.PausedUntil.Sub(now).Round(time.Millisecond), lane.PauseReason)
 	case a.Concurrency > 0 && len(lane.InFlight) >= a.Concurrency:
 		x.Reason, x.BlockingIDs = "lane_concurrency", lane.InFlight

@@ -78,8 +78,9 @@ func utcPtr(t time.Time) *time.Time {
 }
 
 // OutcomeEvent is the JSON body sent to an outcome subscriber: a message's
-// transition (Type is the status it moved to, Message its view), or a
-// lane's (Type is lane.circuit_open or lane.circuit_closed, Lane says which).
+// transition (Type is the status it moved to, Message its view), a lane's
+// (Type is lane.circuit_open or lane.circuit_closed, Lane says which), a
+// device's uplink (Uplink) or an LXMF message to herald (LXMF).
 type OutcomeEvent struct {
 	ID      string         `json:"id"`
 	Type    Status         `json:"type"`
@@ -89,6 +90,9 @@ type OutcomeEvent struct {
 	// Uplink is a device's uplink that answers no message (type uplink),
 	// as its carrier describes it.
 	Uplink json.RawMessage `json:"uplink,omitempty"`
+	// LXMF is an LXMF message addressed to herald (type lxmf.message), as
+	// its carrier describes it: source, title, content, fields.
+	LXMF json.RawMessage `json:"lxmf,omitempty"`
 }
 
 // LaneEventView is the lane of a lane event.

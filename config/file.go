@@ -89,9 +89,11 @@ type Subscriber struct {
 	// SecretEnv names the environment variable holding the signing secret.
 	SecretEnv string `yaml:"secret_env"`
 	// Types are the statuses whose transitions are sent, "uplink" for the
-	// devices' uplinks that answer no message, and the lane events
+	// devices' uplinks that answer no message, "lxmf.message" for the
+	// LXMF messages addressed to herald, and the lane events
 	// (lane.circuit_open, lane.circuit_closed); empty means
-	// DELIVERY_SUCCESSFUL, DELIVERY_FAILED, uplink and the lane events.
+	// DELIVERY_SUCCESSFUL, DELIVERY_FAILED, uplink, lxmf.message and the
+	// lane events.
 	Types []string `yaml:"types"`
 	// MaxAttempts bounds the deliveries of one event; 0 keeps the engine's
 	// default (herald.DefaultSubscriberAttempts).

@@ -13,20 +13,23 @@ const (
 	CarrierCalinV1    = "calin-v1"
 	CarrierCalinV2    = "calin-v2"
 	CarrierTelegram   = "telegram"
+	CarrierLXMF       = "lxmf"
 )
 
 // Carriers lists the known carriers.
-var Carriers = []string{CarrierWebhook, CarrierChirpStack, CarrierCalinV1, CarrierCalinV2, CarrierTelegram}
+var Carriers = []string{CarrierWebhook, CarrierChirpStack, CarrierCalinV1, CarrierCalinV2, CarrierTelegram, CarrierLXMF}
 
 // DefaultProfile returns the profile a route of the given carrier uses when
 // it names none: lorawan for chirpstack, taskpoll for the Calin carriers,
-// channel for the rest (webhook, telegram).
+// lxmf for lxmf, channel for the rest (webhook, telegram).
 func DefaultProfile(carrier string) herald.Profile {
 	switch carrier {
 	case CarrierChirpStack:
 		return herald.ProfileLoRaWAN
 	case CarrierCalinV1, CarrierCalinV2:
 		return herald.ProfileTaskPoll
+	case CarrierLXMF:
+		return herald.ProfileLXMF
 	default:
 		return herald.ProfileChannel
 	}
@@ -127,6 +130,35 @@ type Route struct {
 	// CreateTimeout (Calin) bounds a create-task call; 0 keeps the
 	// carrier's default (2 minutes).
 	CreateTimeout Duration `yaml:"create_timeout"`
+
+	// Reticulum is how an lxmf route reaches its Reticulum network.
+	// Required for lxmf.
+	Reticulum *Reticulum `yaml:"reticulum"`
+	// IdentityFile is an lxmf route's Reticulum identity (created on first
+	// start, mode 0600); routes naming the same file share one node.
+	// Required for lxmf.
+	IdentityFile string `yaml:"identity_file"`
+	// DisplayName is announced with an lxmf route's address.
+	DisplayName string `yaml:"display_name"`
+	// Method is how an lxmf route delivers: opportunistic, direct (the
+	// default) or propagated.
+	Method string `yaml:"method"`
+	// PropagationNode is the lxmf.propagation hash (32 hex characters) a
+	// propagated lxmf route uploads to.
+	PropagationNode string `yaml:"propagation_node"`
+	// FallbackRoute names another lxmf route, on the same identity file,
+	// whose method takes each message's last attempt; empty for none.
+	FallbackRoute string `yaml:"fallback_route"`
+	// WaitForPath lets an lxmf route's message wait for its recipient's
+	// path without spending attempts, until it is that old; 0 for off.
+	WaitForPath Duration `yaml:"wait_for_path"`
+}
+
+// Reticulum is where an lxmf route's node connects.
+type Reticulum struct {
+	// TCP is the host:port of a transport node's TCP server interface
+	// (rnsd's TCPServerInterface).
+	TCP string `yaml:"tcp"`
 }
 
 // polls reports whether the route's carrier creates tasks that it polls.

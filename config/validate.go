@@ -35,6 +35,7 @@ func (f *File) Validate() error {
 	errs = append(errs, f.HTTP.validate()...)
 	errs = append(errs, f.validateSubscribers()...)
 	errs = append(errs, f.validateRoutes()...)
+	errs = append(errs, f.validateLXMFRoutes()...)
 	if f.OTel != nil {
 		errs = append(errs, f.OTel.validate()...)
 	}
@@ -208,6 +209,8 @@ func (r Route) validateCarrier() []error {
 				errs = append(errs, fmt.Errorf("base_url: %v", err))
 			}
 		}
+	case CarrierLXMF:
+		errs = append(errs, r.validateLXMF()...)
 	case CarrierCalinV1, CarrierCalinV2:
 		if r.BaseURL == "" {
 			errs = append(errs, fmt.Errorf("base_url is required for a %s route", r.Carrier))

@@ -142,7 +142,7 @@ func (n *Node) OpenLink(ctx context.Context, dest Hash, handlers LinkHandlers) (
 		return nil, err
 	}
 	req := linkRequestPacket(dest, prv.PublicKey(), sigPub, MTU)
-	l := newLink(n, linkID(req), true)
+	l := newLink(n, LinkID(req), true)
 	l.dest, l.destIdentity, l.prv, l.sigPriv, l.peerSig = dest, id, prv, sigPriv, id.sigPub
 	l.handlers = handlers
 	l.iface = n.interfaceByName(path.Interface)
@@ -200,7 +200,7 @@ func (n *Node) handleLinkRequest(p *Packet, from Interface) {
 	if err != nil {
 		return
 	}
-	l := newLink(n, linkID(p), false)
+	l := newLink(n, LinkID(p), false)
 	l.dest, l.destIdentity, l.prv, l.sigPriv = d.hash, d.identity, prv, d.identity.sigPriv
 	l.peerSig = ed25519.PublicKey(append([]byte{}, p.Data[32:64]...))
 	l.iface, l.mtu, l.status = from, mtu, LinkHandshake

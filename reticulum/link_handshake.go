@@ -41,8 +41,10 @@ func linkRequestPacket(dest Hash, pub *ecdh.PublicKey, sigPub ed25519.PublicKey,
 	return &Packet{PacketType: PacketLinkRequest, DestType: DestSingle, Destination: dest, Data: data}
 }
 
-// linkID computes the id of the link a request opens.
-func linkID(req *Packet) Hash {
+// LinkID computes the id of the link a request opens: the truncated hash
+// of the request without its signalling bytes, as the reference (and a
+// transport node forwarding it) computes it.
+func LinkID(req *Packet) Hash {
 	hp := req.hashablePart()
 	if extra := len(req.Data) - linkRequestLen; extra > 0 {
 		hp = hp[:len(hp)-extra]

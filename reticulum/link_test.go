@@ -80,7 +80,7 @@ func TestLinkKnownAnswers(t *testing.T) {
 	req := linkRequestPacket(dest, ix.PublicKey(), ied.Public().(ed25519.PublicKey), MTU)
 	raw, _ := req.Marshal()
 	hexEq(t, "link request", raw, v.LinkRequest)
-	id := linkID(mustParse(t, v.LinkRequest))
+	id := LinkID(mustParse(t, v.LinkRequest))
 	hexEq(t, "link id", id[:], v.LinkID)
 
 	proof, err := lrProofPacket(id, resp, rx.PublicKey(), MTU)

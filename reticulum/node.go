@@ -39,6 +39,7 @@ type Node struct {
 	closed     bool
 	dests      map[Hash]*Destination
 	receipts   map[Hash]*Receipt // by the sent packet's truncated hash
+	late       map[Hash]*Receipt // failed receipts that still take a late proof, likewise
 	links      map[Hash]*Link    // by link id
 	seen       map[[FullHashLen]byte]time.Time
 	waiters    map[Hash][]chan struct{}
@@ -68,7 +69,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	return &Node{
 		cfg: cfg, clock: cfg.Clock, log: cfg.Logger, store: st,
-		dests: map[Hash]*Destination{}, receipts: map[Hash]*Receipt{}, links: map[Hash]*Link{},
+		dests: map[Hash]*Destination{}, receipts: map[Hash]*Receipt{}, late: map[Hash]*Receipt{}, links: map[Hash]*Link{},
 		seen: map[[FullHashLen]byte]time.Time{}, waiters: map[Hash][]chan struct{}{},
 		stop: make(chan struct{}),
 	}, nil
@@ -124,7 +125,7 @@ func (n *Node) Close() error {
 	for _, r := range n.receipts {
 		r.conclude(ReceiptFailed)
 	}
-	n.receipts = map[Hash]*Receipt{}
+	n.receipts, n.late = map[Hash]*Receipt{}, map[Hash]*Receipt{}
 	n.mu.Unlock()
 	return n.store.Save()
 }
@@ -151,6 +152,12 @@ func (n *Node) housekeep() {
 		if now.After(r.deadline) {
 			expired = append(expired, r)
 			delete(n.receipts, k)
+			n.late[k] = r
+		}
+	}
+	for k, r := range n.late {
+		if now.Sub(r.deadline) > LateProofWindow {
+			delete(n.late, k)
 		}
 	}
 	for h, t := range n.seen {
@@ -286,7 +293,7 @@ func (n *Node) handleData(p *Packet, from Interface) {
 			l.receive(p)
 		}
 	case DestPlain:
-		if dest, tag, ok := parsePathRequest(p); ok {
+		if dest, tag, ok := ParsePathRequest(p); ok {
 			n.answerPathRequest(dest, tag, from)
 		}
 	case DestSingle:
@@ -313,14 +320,23 @@ func (n *Node) handleProof(p *Packet) {
 		return
 	}
 	n.mu.Lock()
-	r := n.receipts[p.Destination]
-	n.mu.Unlock()
-	if r != nil && validProof(p.Data, r.hash, r.verify) {
-		n.mu.Lock()
-		delete(n.receipts, p.Destination)
-		n.mu.Unlock()
-		r.conclude(ReceiptDelivered)
+	r, late := n.receipts[p.Destination], false
+	if r == nil {
+		r, late = n.late[p.Destination], true
 	}
+	n.mu.Unlock()
+	if r == nil || !validProof(p.Data, r.hash, r.verify) {
+		return
+	}
+	n.mu.Lock()
+	delete(n.receipts, p.Destination)
+	delete(n.late, p.Destination)
+	n.mu.Unlock()
+	if late {
+		r.markProved()
+		return
+	}
+	r.conclude(ReceiptDelivered)
 }
 
 func (n *Node) link(id Hash) *Link {

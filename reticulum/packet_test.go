@@ -99,7 +99,7 @@ func TestPathRequestKnownAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 		hexEq(t, "path request", raw, v.Raw)
-		got, gotTag, ok := parsePathRequest(mustParse(t, v.Raw))
+		got, gotTag, ok := ParsePathRequest(mustParse(t, v.Raw))
 		if !ok || got != want || gotTag != tag {
 			t.Errorf("parsed path request %v %v %v", got, gotTag, ok)
 		}

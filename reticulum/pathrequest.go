@@ -1,7 +1,8 @@
 package reticulum
 
-// The path request destination: a PLAIN destination every node listens on.
-var pathRequestDestination = DestinationHash(nil, "rnstransport", "path", "request")
+// PathRequestDestination is where path requests go: a PLAIN destination
+// every node listens on.
+var PathRequestDestination = DestinationHash(nil, "rnstransport", "path", "request")
 
 // pathRequestPacket builds a non-transport node's path request: the
 // requested destination hash followed by a random tag that lets nodes drop
@@ -10,15 +11,15 @@ func pathRequestPacket(dest, tag Hash) *Packet {
 	return &Packet{
 		PacketType:  PacketData,
 		DestType:    DestPlain,
-		Destination: pathRequestDestination,
+		Destination: PathRequestDestination,
 		Data:        append(dest.Bytes(), tag[:]...),
 	}
 }
 
-// parsePathRequest reads a path request from a non-transport node (hash and
+// ParsePathRequest reads a path request from a non-transport node (hash and
 // tag) or a transport node (hash, its transport id, tag).
-func parsePathRequest(p *Packet) (dest, tag Hash, ok bool) {
-	if p.Destination != pathRequestDestination || p.PacketType != PacketData {
+func ParsePathRequest(p *Packet) (dest, tag Hash, ok bool) {
+	if p.Destination != PathRequestDestination || p.PacketType != PacketData {
 		return dest, tag, false
 	}
 	switch len(p.Data) {

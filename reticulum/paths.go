@@ -99,19 +99,23 @@ func (n *Node) answerPathRequest(dest, _ Hash, from Interface) {
 }
 
 // SendPacket encrypts data to dest (to its announced ratchet when it has a
-// current one) and sends it as one packet. The receipt concludes when the
-// destination's proof arrives or after timeout (0 means the reference's
-// default: 6 s per hop plus a first-hop allowance).
+// current one) and sends it as one packet: along its path, or, when none
+// is known but its identity is (its path expired or was dropped), on every
+// interface, as the reference sends a packet whose path it does not know.
+// The receipt concludes when the destination's proof arrives or after
+// timeout (0 means the reference's default: 6 s per hop plus a first-hop
+// allowance, one hop when no path is known). It returns ErrNoPath when
+// neither path nor identity is known.
 func (n *Node) SendPacket(dest Hash, data []byte, timeout time.Duration) (*Receipt, error) {
 	if len(data) > EncryptedMDU {
 		return nil, errors.New("reticulum: data too large for one packet")
 	}
-	path, ok := n.store.Path(dest, n.clock.Now())
-	if !ok {
-		return nil, ErrNoPath
-	}
+	path, hasPath := n.store.Path(dest, n.clock.Now())
 	k, ok := n.store.Known(dest)
-	if !ok {
+	switch {
+	case !ok && !hasPath:
+		return nil, ErrNoPath
+	case !ok:
 		return nil, ErrUnknownIdentity
 	}
 	id, err := IdentityFromPublicKey(k.PublicKey)

@@ -46,6 +46,11 @@ func (r *Resource) Hash() [FullHashLen]byte { return r.out.hash }
 // Done is closed when the transfer concludes.
 func (r *Resource) Done() <-chan struct{} { return r.out.done }
 
+// Sent is closed once every part has been sent to the receiver (the
+// transfer then waits for its proof), or when the transfer concludes
+// before that.
+func (r *Resource) Sent() <-chan struct{} { return r.out.allSent }
+
 // Status returns the transfer's state.
 func (r *Resource) Status() ResourceStatus {
 	r.out.link.mu.Lock()
@@ -89,6 +94,8 @@ type outgoingResource struct {
 	requested    bool
 	once         sync.Once
 	done         chan struct{}
+	sentOnce     sync.Once
+	allSent      chan struct{}
 }
 
 // SendResource advertises data (at most MaxResourceSize bytes, sent without
@@ -150,7 +157,7 @@ func newOutgoingResource(l *Link, data, enc []byte) (*outgoingResource, error) {
 // splitResource builds the outgoing resource with random hash rh, or
 // returns nil if two parts' map hashes collide.
 func splitResource(l *Link, data, enc, rh []byte) *outgoingResource {
-	o := &outgoingResource{link: l, done: make(chan struct{}), status: ResourceTransferring, randomHash: rh}
+	o := &outgoingResource{link: l, done: make(chan struct{}), allSent: make(chan struct{}), status: ResourceTransferring, randomHash: rh}
 	if !o.split(enc, l.mtu-headerMaxSize-ifacMinSize) {
 		return nil
 	}
@@ -199,7 +206,11 @@ func (o *outgoingResource) conclude(s ResourceStatus) {
 		o.link.mu.Unlock()
 		close(o.done)
 	})
+	o.markSent()
 }
+
+// markSent records that every part went out (or that none will).
+func (o *outgoingResource) markSent() { o.sentOnce.Do(func() { close(o.allSent) }) }
 
 // receiveRequest sends the parts a receiver asked for, and the next hashmap
 // segment when it ran out of map hashes.
@@ -257,6 +268,7 @@ func (l *Link) receiveRequest(pt []byte, _ *Packet) {
 			}
 		}
 	}
+	all := o.sentCount == len(o.parts)
 	l.mu.Unlock()
 	for _, part := range send {
 		l.sendPacket(&Packet{PacketType: PacketData, DestType: DestLink, Destination: l.id, Context: CtxResource, Data: part})
@@ -265,6 +277,9 @@ func (l *Link) receiveRequest(pt []byte, _ *Packet) {
 		if p, err := l.encryptedPacket(CtxResourceHMU, hmu); err == nil {
 			l.sendPacket(p)
 		}
+	}
+	if all {
+		o.markSent()
 	}
 }
 

@@ -280,14 +280,8 @@ type tab struct {
 
 func (b *browser) newTab(t *testing.T) *tab {
 	t.Helper()
-	return b.newTabWithin(t, 45*time.Second)
-}
-
-// newTabWithin is newTab for a test that may take up to timeout.
-func (b *browser) newTabWithin(t *testing.T, timeout time.Duration) *tab {
-	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
-	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute) // a tab may wait for 20,000 logins under the race detector
 	tb := &tab{t: t, ctx: ctx, b: b}
 	t.Cleanup(func() {
 		cancelTimeout()

@@ -25,7 +25,7 @@ func benchCommand() *cobra.Command {
 	var nodes int
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Run the W1–W9 workloads and print one JSON line each",
+		Short: "Run the W1–W11 workloads and print one JSON line each",
 		Long: `Runs the standard workloads against a store, W1–W7 and W9 with an in-process carrier:
   W1  one producer sends 20,000 messages of 256 bytes, each durable on return
   W2  16 producers share 50,000 sends
@@ -49,6 +49,13 @@ func benchCommand() *cobra.Command {
       is the events published (each durable with its 10 deliveries on return),
       msgs_per_s the deliveries completed, from the first publish to the last delivery.
       Only run when named (--workload W9).
+  W10 1,000 LXMF messages (direct, 80 bytes) preloaded to one recipient of the Reticulum
+      simulator (in process, over TCP through its transport node; paths learned before
+      the clock starts); the lxmf profile's one message in flight per recipient: each
+      message waits for the proof of the one before. msgs_per_s counts messages to
+      DELIVERY_SUCCESSFUL (the recipient's proof, back through the inbox);
+      cpu_us_per_msg includes the simulator's share. Only run when named.
+  W11 5,000 such messages to 100 recipients in turn. Only run when named.
 W6 and W7 need a store that keeps lane admission: one that does not fails them
 with an error before anything is preloaded.
 Each workload runs in a fresh child process on a fresh database, so its peak RSS is its own.`,
@@ -75,19 +82,19 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 			}
 			names := strings.Split(workloads, ",")
 			for _, name := range names {
-				if lw, ok := findLoRaWorkload(name); ok {
+				if wname, run, ok := findWiredWorkload(name); ok {
 					if nodes > 0 {
-						return fmt.Errorf("--nodes applies to W3 only, not %s", lw.Name)
+						return fmt.Errorf("--nodes applies to W3 only, not %s", wname)
 					}
 					if !inProcess && len(names) > 1 {
-						if err := runBenchChild(cmd, lw.Name, storeURL); err != nil {
+						if err := runBenchChild(cmd, wname, storeURL); err != nil {
 							return err
 						}
 						continue
 					}
-					res, err := runLoRaWorkload(cmd, lw, storeURL)
+					res, err := run(cmd, storeURL)
 					if err != nil {
-						return fmt.Errorf("%s: %w", lw.Name, err)
+						return fmt.Errorf("%s: %w", wname, err)
 					}
 					line, _ := json.Marshal(res)
 					fmt.Fprintln(cmd.OutOrStdout(), string(line))
@@ -95,7 +102,7 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 				}
 				w, ok := bench.Find(strings.TrimSpace(name))
 				if !ok {
-					return fmt.Errorf("unknown workload %q (want W1..W9)", name)
+					return fmt.Errorf("unknown workload %q (want W1..W11)", name)
 				}
 				if nodes > 0 {
 					res, err := runNodes(cmd, w, storeURL, nodes)
@@ -129,6 +136,22 @@ Each workload runs in a fresh child process on a fresh database, so its peak RSS
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "run every workload in this process instead of a child each")
 	cmd.Flags().StringVar(&benchOTel, "otel", "", "W1–W7: trace the engine as serve does with otel: endpoint, exporting over OTLP/HTTP to this endpoint, to measure what tracing costs (each message sent with a traceparent of its own; not with --nodes)")
 	return cmd
+}
+
+// findWiredWorkload returns the name and the run of a workload whose
+// carrier and simulator are wired in this package (W8, W10, W11).
+func findWiredWorkload(name string) (string, func(*cobra.Command, string) (bench.Result, error), bool) {
+	if lw, ok := findLoRaWorkload(name); ok {
+		return lw.Name, func(cmd *cobra.Command, storeURL string) (bench.Result, error) {
+			return runLoRaWorkload(cmd, lw, storeURL)
+		}, true
+	}
+	if mw, ok := findMeshWorkload(name); ok {
+		return mw.Name, func(cmd *cobra.Command, storeURL string) (bench.Result, error) {
+			return runMeshWorkload(cmd, mw, storeURL)
+		}, true
+	}
+	return "", nil, false
 }
 
 func runBenchChild(cmd *cobra.Command, workload, storeURL string) error {

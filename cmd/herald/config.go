@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,7 +58,7 @@ func checkConfig(path string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	routes, err := buildRoutes(f)
+	routes, err := buildRoutes(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}

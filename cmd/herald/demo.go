@@ -77,7 +77,7 @@ func demoCommand() *cobra.Command {
 	var exit bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the server with a flaky webhook sink and simulators of the Telegram Bot API, a ChirpStack network server and the Calin meter APIs, send a stream of messages and show their transitions live",
+		Short: "Run the server with a flaky webhook sink and simulators of the Telegram Bot API, a ChirpStack network server, the Calin meter APIs and a Reticulum network with LXMF recipients, send a stream of messages and show their transitions live",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if failRate < 0 || failRate >= 1 {
@@ -107,6 +107,10 @@ func runDemo(ctx context.Context, out io.Writer, listen, store string, count int
 		return err
 	}
 	meters, err := startDemoMeters(ctx)
+	if err != nil {
+		return err
+	}
+	mesh, err := startDemoMesh(ctx)
 	if err != nil {
 		return err
 	}
@@ -153,7 +157,7 @@ routes:
     policy:
       retry: {kind: exponential, base: 500ms, multiplier: 2, max: 4s, jitter: 0.2}
       max_attempts: 4
-%s%s`, listen, store, demoKey, quoted(demoEgress), ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()), meters.routes())))
+%s%s%s`, listen, store, demoKey, quoted(demoEgress), ln.Addr(), demoTelegramTokenEnv, tln.Addr(), demoLoRaRoute(network.Addr()), meters.routes(), mesh.routes())))
 	if err != nil {
 		return err
 	}
@@ -167,16 +171,16 @@ routes:
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s, ChirpStack simulator (gRPC) on %s with %d Class-C devices NACKing %.0f%% of downlinks, Calin V1 and V2 simulators on http://%s and http://%s\n",
-		srv.addr, store, failRate*100, tln.Addr(), network.Addr(), len(demoDevices), demoNackRate*100, meters.v1Addr, meters.v2Addr)
+	fmt.Fprintf(out, "herald demo: server on http://%s (SQLite %s), webhook sink failing %.0f%% of requests, Telegram Bot API simulator on http://%s, ChirpStack simulator (gRPC) on %s with %d Class-C devices NACKing %.0f%% of downlinks, Calin V1 and V2 simulators on http://%s and http://%s, Reticulum transport node (LXMF recipients and a propagation node) on %s\n",
+		srv.addr, store, failRate*100, tln.Addr(), network.Addr(), len(demoDevices), demoNackRate*100, meters.v1Addr, meters.v2Addr, mesh.sim.Addr())
 	fmt.Fprintf(out, "admin page: %s/ui (log in with the key %s)\n", base, demoKey)
-	chats, downlinks, tasks := demoChats(), demoDownlinks(), demoMeterTasks()
-	sends := append(append(append([]demoSend{}, chats...), downlinks...), tasks...)
+	chats, downlinks, tasks, lxmf := demoChats(), demoDownlinks(), demoMeterTasks(), mesh.sends()
+	sends := append(append(append(append([]demoSend{}, chats...), downlinks...), tasks...), lxmf...)
 	for i := range count {
 		sends = append(sends, demoSend{route: "demo", text: fmt.Sprintf("hello #%d", i+1)})
 	}
-	fmt.Fprintf(out, "sending %d chat messages (route chat, carrier telegram), %d LoRaWAN downlinks (route lora, carrier chirpstack), %d meter commands (routes meters-v1 and meters-v2, carriers calin-v1 and calin-v2; each task polled 10 s after it was created) and %d webhooks (route demo); each line is one transition, as the timeline records it\n\n",
-		len(chats), len(downlinks), len(tasks), count)
+	fmt.Fprintf(out, "sending %d chat messages (route chat, carrier telegram), %d LoRaWAN downlinks (route lora, carrier chirpstack), %d meter commands (routes meters-v1 and meters-v2, carriers calin-v1 and calin-v2; each task polled 10 s after it was created), %d LXMF messages (routes mesh and mesh-pn, carrier lxmf; a path asked for waits 7 s) and %d webhooks (route demo); each line is one transition, as the timeline records it\n\n",
+		len(chats), len(downlinks), len(tasks), len(lxmf), count)
 
 	watched := make(map[string]int) // id -> timeline entries printed
 	var ids []string
@@ -213,6 +217,10 @@ routes:
 				}
 				first := len(chats) + len(downlinks)
 				if err := printMeters(ctx, out, api, ids[first:first+len(tasks)], meters); err != nil {
+					return demoStopped(ctx, err)
+				}
+				first += len(tasks)
+				if err := mesh.print(ctx, out, api, ids[first:first+len(lxmf)]); err != nil {
 					return demoStopped(ctx, err)
 				}
 				return finishDemo(ctx, out, base, sink, ended, exit)

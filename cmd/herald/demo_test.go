@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +19,10 @@ import (
 // once by a chat that blocked the bot) and the LoRaWAN downlinks through
 // the ChirpStack simulator (all four stages, one retried after a NACK, one
 // failed at once as too big), and the meter tasks through the Calin V1 and
-// V2 simulators (one task each; a reused token rejected at once).
+// V2 simulators (one task each; a reused token rejected at once), and the
+// LXMF messages through the Reticulum simulator (proved by the recipient,
+// accepted by the propagation node, one to a recipient that comes online
+// late after a path request).
 func TestDemoShowsMessagesFlowing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -41,13 +45,18 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 		"Calin: V1 created 3 tasks, V2 2 — one per message",
 		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (task completed (execution: success))",
 		"to meter 47001234567 (meters-v1)  DELIVERY_SUCCESSFUL, task 1001, execution success",
-		"to meter 47001234567 (meters-v1)  DELIVERY_FAILED, task 1003: calin-v1: task 1003 (token task for meter 47001234567): COMM_RemoteTokenTask: the meter rejected the token"} {
+		"to meter 47001234567 (meters-v1)  DELIVERY_FAILED, task 1003: calin-v1: task 1003 (token task for meter 47001234567): COMM_RemoteTokenTask: the meter rejected the token",
+		"LXMF: alice received 2 messages, the late recipient 1 (online after 3s), the propagation node took 1",
+		"DELIVERED_TO_NS -> DELIVERY_SUCCESSFUL attempt 1  (accepted by the propagation node)",
+		"-> DELIVERY_SUCCESSFUL attempt 2  (proved by the recipient)",
+		"SENT_TO_NS      -> TO_RETRY            attempt 1  (path_requested)",
+		"(direct, resource; LXMF hash "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
 	}
-	if n, want := strings.Count(text, "-> QUEUED              attempt 0  (created)"), 5+len(demoChats())+len(demoDownlinks())+len(demoMeterTasks()); n != want {
-		t.Errorf("demo showed %d messages created, want %d: 5 webhooks, the chat messages, the downlinks and the meter tasks:\n%s", n, want, text)
+	if n, want := strings.Count(text, "-> QUEUED              attempt 0  (created)"), 5+len(demoChats())+len(demoDownlinks())+len(demoMeterTasks())+4; n != want {
+		t.Errorf("demo showed %d messages created, want %d: 5 webhooks, the chat messages, the downlinks, the meter tasks and 4 LXMF messages:\n%s", n, want, text)
 	}
 	if n := strings.Count(text, "DELIVERY_SUCCESSFUL at attempt"); n != len(demoDownlinks())-1 {
 		t.Errorf("%d downlinks succeeded, want all but the one too big:\n%s", n, text)
@@ -66,7 +75,7 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Store = "redis://127.0.0.1:1/0"
-	routes, err := buildRoutes(f)
+	routes, err := buildRoutes(f, slog.Default())
 	if err != nil {
 		t.Fatalf("buildRoutes on Redis: %v", err)
 	}
@@ -77,7 +86,7 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 	f.Routes[0].Ordered = true
 	f.Routes[0].DedupTTL = config.Duration(time.Hour)
 	f.Routes[0].Circuit = &config.Circuit{Failures: 3, CoolDown: config.Duration(time.Second)}
-	if routes, err = buildRoutes(f); err != nil {
+	if routes, err = buildRoutes(f, slog.Default()); err != nil {
 		t.Fatalf("buildRoutes with ordered, dedup_ttl and circuit on Redis: %v", err)
 	}
 	p := routes[0].Policy
@@ -89,7 +98,7 @@ func TestServeKeepsFlowControlOnRedis(t *testing.T) {
 	// chat, and a circuit.
 	t.Setenv("HERALD_TEST_TELEGRAM_TOKEN", "123:abc")
 	f.Routes = append(f.Routes, config.Route{Name: "chat", Carrier: config.CarrierTelegram, TokenEnv: "HERALD_TEST_TELEGRAM_TOKEN"})
-	if routes, err = buildRoutes(f); err != nil {
+	if routes, err = buildRoutes(f, slog.Default()); err != nil {
 		t.Fatalf("buildRoutes with a telegram route on Redis: %v", err)
 	}
 	tc := config.DefaultTelegramCircuit
@@ -116,12 +125,12 @@ func TestServeRefusesTelegramRoutesWithoutTheirToken(t *testing.T) {
 	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
 		t.Errorf("Validate = %v, want the variable named", err)
 	}
-	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
+	if _, err := buildRoutes(f, slog.Default()); err == nil || !strings.Contains(err.Error(), "HERALD_TEST_SURELY_UNSET is not set") {
 		t.Errorf("buildRoutes = %v, want the variable named", err)
 	}
 	t.Setenv("HERALD_TEST_BAD_TOKEN", "12 34/hushhush")
 	f.Routes[1].TokenEnv = "HERALD_TEST_BAD_TOKEN"
-	if _, err := buildRoutes(f); err == nil || !strings.Contains(err.Error(), `route "chat"`) || strings.Contains(err.Error(), "hushhush") {
+	if _, err := buildRoutes(f, slog.Default()); err == nil || !strings.Contains(err.Error(), `route "chat"`) || strings.Contains(err.Error(), "hushhush") {
 		t.Errorf("buildRoutes with a malformed token = %v, want it refused without showing the token", err)
 	}
 }

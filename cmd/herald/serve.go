@@ -108,7 +108,7 @@ func startServer(ctx context.Context, f *config.File, builtinSink bool, log *slo
 		return nil, err
 	}
 	keys := acc.keys
-	routes, err := buildRoutes(f)
+	routes, err := buildRoutes(f, log)
 	if err != nil {
 		return nil, err
 	}
@@ -221,9 +221,18 @@ func (s *server) shutdown() error {
 	return errors.Join(httpErr, engineErr, storeErr, traceErr)
 }
 
-// buildRoutes makes the engine's routes, with their carriers, from the config.
-func buildRoutes(f *config.File) ([]herald.Route, error) {
-	var routes []herald.Route
+// buildRoutes makes the engine's routes, with their carriers, from the
+// config; the carriers that log log to log.
+func buildRoutes(f *config.File, log *slog.Logger) (routes []herald.Route, err error) {
+	mesh := newLXMFWiring(log)
+	defer func() {
+		if err == nil {
+			err = mesh.link()
+		}
+		if err != nil {
+			mesh.close()
+		}
+	}()
 	for _, rc := range f.Routes {
 		policy, err := rc.Policy()
 		if err != nil {
@@ -268,6 +277,8 @@ func buildRoutes(f *config.File) ([]herald.Route, error) {
 				ChunkTimeout: policy.Timeouts.Accept, Spacing: policy.Admission.Spacing})
 		case config.CarrierCalinV1, config.CarrierCalinV2:
 			c, err = calinCarrier(rc)
+		case config.CarrierLXMF:
+			c, err = mesh.carrier(rc)
 		default:
 			err = fmt.Errorf("carrier %q is not available in this build", rc.Carrier)
 		}

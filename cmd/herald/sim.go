@@ -45,6 +45,7 @@ func simCommand() *cobra.Command {
 	sim.AddCommand(simChirpStackCommand())
 	sim.AddCommand(simTelegramCommand())
 	sim.AddCommand(simCalinCommand())
+	sim.AddCommand(simReticulumCommand())
 	return sim
 }
 

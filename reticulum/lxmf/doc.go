@@ -7,7 +7,10 @@
 //
 // The send primitives make one attempt and report a [Result]; retrying,
 // waiting for paths between attempts and choosing a method are the caller's
-// business.
+// business. The Begin methods return a [Delivery] once the attempt is on
+// the wire, which then concludes with its proof (a proof that comes after
+// an opportunistic packet's receipt timed out is still seen: Proved); the
+// Send methods wait for it.
 //
 // What a proof means, per method:
 //   - Opportunistic: the recipient's node decrypted the packet and signed its

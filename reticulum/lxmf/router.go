@@ -2,8 +2,6 @@ package lxmf
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -38,6 +36,11 @@ type RouterConfig struct {
 	StampCost   int
 	// OnMessage receives each new message addressed to this destination.
 	OnMessage func(*Received)
+	// AcceptResource decides whether to take a message offered as a
+	// resource of the given size over a delivery link; nil takes every
+	// one. Declining it is the reference's rejection (REJECTED at the
+	// sender).
+	AcceptResource func(size int) bool
 	// Inactivity timeouts of cached delivery and propagation links.
 	LinkInactivity            time.Duration
 	PropagationLinkInactivity time.Duration
@@ -101,6 +104,9 @@ func NewRouter(node *reticulum.Node, cfg RouterConfig) (*Router, error) {
 				r.deliver(data, MethodDirect)
 			},
 			Resource: func(_ *reticulum.Link, data []byte) { r.deliver(data, MethodDirect) },
+			ResourceFilter: func(_ *reticulum.Link, size int) bool {
+				return cfg.AcceptResource == nil || cfg.AcceptResource(size)
+			},
 		})
 	})
 	return r, nil
@@ -179,94 +185,6 @@ func (r *Router) Prepare(ctx context.Context, m *Message) error {
 	return m.Pack(r.cfg.Identity)
 }
 
-// Outcome is the result of one send attempt.
-type Outcome int
-
-// Outcomes.
-const (
-	// Delivered: the recipient proved the message (opportunistic: the
-	// packet's proof; direct: the link packet's proof or the resource's).
-	Delivered Outcome = iota
-	// Accepted: a propagation node proved the upload; the recipient gets it
-	// when it syncs.
-	Accepted
-	// Rejected: the recipient declined the resource, or the propagation
-	// node refused the stamp.
-	Rejected
-	// NoPath: no path is known; request one and wait before retrying.
-	NoPath
-	// NoIdentity: no announce of the destination was received yet.
-	NoIdentity
-	// LinkFailed: the link could not be established or closed mid-send.
-	LinkFailed
-	// TimedOut: no proof arrived in time.
-	TimedOut
-	// Failed: another error, in Result.Err.
-	Failed
-)
-
-var outcomeNames = [...]string{"delivered", "accepted", "rejected", "no path", "no identity", "link failed", "timed out", "failed"}
-
-func (o Outcome) String() string { return outcomeNames[o] }
-
-// Result is the outcome of one send attempt.
-type Result struct {
-	Outcome Outcome
-	// Representation is "packet" or "resource".
-	Representation string
-	Err            error
-}
-
-func failed(err error) Result {
-	switch {
-	case errors.Is(err, reticulum.ErrNoPath):
-		return Result{Outcome: NoPath, Err: err}
-	case errors.Is(err, reticulum.ErrUnknownIdentity):
-		return Result{Outcome: NoIdentity, Err: err}
-	case errors.Is(err, reticulum.ErrLinkFailed):
-		return Result{Outcome: LinkFailed, Err: err}
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return Result{Outcome: TimedOut, Err: err}
-	}
-	return Result{Outcome: Failed, Err: err}
-}
-
-func (r *Router) ensurePacked(ctx context.Context, m *Message) error {
-	if m.Packed != nil {
-		return nil
-	}
-	return r.Prepare(ctx, m)
-}
-
-// SendOpportunistic sends m as one packet encrypted to the recipient and
-// waits for its proof (or the receipt's timeout, or ctx).
-func (r *Router) SendOpportunistic(ctx context.Context, m *Message) Result {
-	if !r.node.HasPath(m.Destination) {
-		return failed(reticulum.ErrNoPath)
-	}
-	if err := r.ensurePacked(ctx, m); err != nil {
-		return failed(err)
-	}
-	if m.ContentSize() > EncryptedPacketMaxContent {
-		return Result{Outcome: Failed, Err: fmt.Errorf("lxmf: content of %d bytes is too large for opportunistic delivery", m.ContentSize())}
-	}
-	rc, err := r.node.SendPacket(m.Destination, m.Packed[DestinationLength:], 0)
-	if err != nil {
-		return failed(err)
-	}
-	return receiptResult(ctx, rc, Delivered)
-}
-
-func receiptResult(ctx context.Context, rc *reticulum.Receipt, ok Outcome) Result {
-	switch rc.Wait(ctx) {
-	case reticulum.ReceiptDelivered:
-		return Result{Outcome: ok, Representation: "packet"}
-	case reticulum.ReceiptFailed:
-		return Result{Outcome: TimedOut, Representation: "packet", Err: errors.New("lxmf: no proof before the receipt timed out")}
-	}
-	return Result{Outcome: TimedOut, Representation: "packet", Err: ctx.Err()}
-}
-
 // deliveryLink returns the cached link to dest's lxmf.delivery or opens one.
 func (r *Router) deliveryLink(ctx context.Context, dest reticulum.Hash) (*reticulum.Link, error) {
 	r.mu.Lock()
@@ -292,64 +210,6 @@ func (r *Router) deliveryLink(ctx context.Context, dest reticulum.Hash) (*reticu
 	r.links[dest] = l
 	r.mu.Unlock()
 	return l, nil
-}
-
-// SendDirect sends m over a link to the recipient's lxmf.delivery (opened
-// or reused): as one packet when it fits, else as a resource; it waits for
-// the packet's or resource's proof.
-func (r *Router) SendDirect(ctx context.Context, m *Message) Result {
-	if !r.node.HasPath(m.Destination) {
-		return failed(reticulum.ErrNoPath)
-	}
-	if err := r.ensurePacked(ctx, m); err != nil {
-		return failed(err)
-	}
-	l, err := r.deliveryLink(ctx, m.Destination)
-	if err != nil {
-		return failed(err)
-	}
-	var res Result
-	if m.ContentSize() <= LinkPacketMaxContent {
-		rc, err := l.Send(m.Packed, 0)
-		if err != nil {
-			return failed(err)
-		}
-		res = receiptResult(ctx, rc, Delivered)
-	} else {
-		rs, err := l.SendResource(m.Packed)
-		if err != nil {
-			return failed(err)
-		}
-		res = resourceResult(ctx, rs, Delivered, nil)
-	}
-	dropLinkOnFailure(l, res)
-	return res
-}
-
-// dropLinkOnFailure tears down a link whose send went unproved, as the
-// reference does, so the next attempt opens a fresh link: the path may have
-// changed or a transport node may have forgotten the link.
-func dropLinkOnFailure(l *reticulum.Link, res Result) {
-	if res.Outcome == TimedOut || res.Outcome == LinkFailed {
-		l.Close()
-	}
-}
-
-func resourceResult(ctx context.Context, res *reticulum.Resource, ok Outcome, rejected <-chan struct{}) Result {
-	select {
-	case <-res.Done():
-	case <-ctx.Done():
-		return Result{Outcome: TimedOut, Representation: "resource", Err: ctx.Err()}
-	case <-rejected:
-		return Result{Outcome: Rejected, Representation: "resource", Err: errors.New("lxmf: propagation node rejected the stamp")}
-	}
-	switch res.Status() {
-	case reticulum.ResourceComplete:
-		return Result{Outcome: ok, Representation: "resource"}
-	case reticulum.ResourceRejected:
-		return Result{Outcome: Rejected, Representation: "resource", Err: errors.New("lxmf: the receiver declined the resource")}
-	}
-	return Result{Outcome: LinkFailed, Representation: "resource", Err: errors.New("lxmf: resource transfer failed")}
 }
 
 // propagationLink returns the cached link to a propagation node or opens
@@ -388,82 +248,4 @@ func (r *Router) propagationLink(ctx context.Context, pn reticulum.Hash) (*pnLin
 	r.pnLinks[pn] = pl
 	r.mu.Unlock()
 	return pl, nil
-}
-
-// SendPropagated uploads m to the propagation node pn (its lxmf.propagation
-// hash): encrypted to the recipient, with a propagation stamp at the cost
-// the node announces, as one link packet or a resource. Accepted means the
-// node proved the upload; Rejected means it refused the stamp (it sends
-// msgpack [0xf5] and tears the link down).
-func (r *Router) SendPropagated(ctx context.Context, pn reticulum.Hash, m *Message) Result {
-	if !r.node.HasPath(pn) {
-		return failed(reticulum.ErrNoPath)
-	}
-	_, pnApp, err := r.node.Recall(pn)
-	if err != nil {
-		return failed(err)
-	}
-	cfg, ok := ParsePropagationAppData(pnApp)
-	if !ok {
-		return Result{Outcome: Failed, Err: errors.New("lxmf: the propagation node's announce is not valid propagation node data")}
-	}
-	recipient, _, err := r.node.Recall(m.Destination)
-	if err != nil {
-		return failed(err)
-	}
-	if err := r.ensurePacked(ctx, m); err != nil {
-		return failed(err)
-	}
-	var ratchet []byte
-	if k, ok := r.node.Store().Known(m.Destination); ok {
-		ratchet = k.Ratchet
-	}
-	pd, err := EncryptForPropagation(m, recipient, ratchet)
-	if err != nil {
-		return failed(err)
-	}
-	stamp, err := GenerateStamp(ctx, pd.TransientID[:], cfg.StampCost, WorkblockRoundsPN)
-	if err != nil {
-		return failed(err)
-	}
-	container, err := pd.Container(float64(r.node.Clock().Now().UnixNano())/1e9, stamp)
-	if err != nil {
-		return failed(err)
-	}
-	pl, err := r.propagationLink(ctx, pn)
-	if err != nil {
-		return failed(err)
-	}
-	res := r.upload(ctx, pl, container)
-	dropLinkOnFailure(pl.link, res)
-	return res
-}
-
-// upload sends a propagation container over the node's link and waits for
-// the node's proof or rejection.
-func (r *Router) upload(ctx context.Context, pl *pnLink, container []byte) Result {
-	if len(container) <= LinkPacketMaxContent {
-		rc, err := pl.link.Send(container, 0)
-		if err != nil {
-			return failed(err)
-		}
-		select {
-		case <-pl.rejected:
-			return Result{Outcome: Rejected, Representation: "packet", Err: errors.New("lxmf: propagation node rejected the stamp")}
-		case <-rc.Done():
-			select {
-			case <-pl.rejected:
-				return Result{Outcome: Rejected, Representation: "packet", Err: errors.New("lxmf: propagation node rejected the stamp")}
-			default:
-			}
-			return receiptResult(ctx, rc, Accepted)
-		case <-ctx.Done():
-			return Result{Outcome: TimedOut, Representation: "packet", Err: ctx.Err()}
-		}
-	}
-	res, err := pl.link.SendResource(container)
-	if err != nil {
-		return failed(err)
-	}
-	return resourceResult(ctx, res, Accepted, pl.rejected)
 }

@@ -170,3 +170,50 @@ func TestRouterPropagated(t *testing.T) {
 		t.Fatalf("rejected propagation: %+v", res)
 	}
 }
+
+// TestBeginReturnsOnTheWire: a Begin method returns once the attempt is
+// sent; its Delivery then concludes with the proof. An opportunistic
+// message may go without a path when its recipient's identity is known
+// (the pathless try); a direct resource's parts go out before its proof.
+func TestBeginReturnsOnTheWire(t *testing.T) {
+	a, b, _, got := routers(t)
+	a.node.Store().DropPath(b.Hash())
+	m := a.NewMessage(b.Hash(), nil, []byte("pathless"), nil)
+	if d, res := a.BeginOpportunistic(ctxT(t), m, false); d != nil || res.Outcome != NoPath {
+		t.Fatalf("without a path, not pathless: %v %+v", d, res)
+	}
+	d, res := a.BeginOpportunistic(ctxT(t), m, true)
+	if d == nil {
+		t.Fatalf("pathless: %+v", res)
+	}
+	if r := d.Wait(ctxT(t)); r.Outcome != Delivered {
+		t.Fatalf("pathless: %+v", r)
+	}
+	<-d.Proved()
+	if r := <-got; r.Hash != m.Hash {
+		t.Fatalf("received %x, want %x", r.Hash, m.Hash)
+	}
+	if err := b.Announce(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.node.WaitForPath(ctxT(t), b.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	big := a.NewMessage(b.Hash(), nil, bytes.Repeat([]byte("r"), 3000), nil)
+	d, res = a.BeginDirect(ctxT(t), big)
+	if d == nil || d.Representation != "resource" {
+		t.Fatalf("direct resource: %v %+v", d, res)
+	}
+	select {
+	case <-d.Sent():
+	case <-time.After(5 * time.Second):
+		t.Fatal("resource parts not sent")
+	}
+	if r := d.Wait(ctxT(t)); r.Outcome != Delivered {
+		t.Fatalf("direct resource: %+v", r)
+	}
+	<-d.Proved()
+	if r := <-got; r.Hash != big.Hash {
+		t.Fatal("resource not received")
+	}
+}
