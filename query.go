@@ -105,7 +105,10 @@ func (e *Engine) replay(ctx context.Context, m *Message, due time.Time, reason s
 
 // DeadLetterFilter selects dead letters to replay.
 type DeadLetterFilter struct {
-	Route  string
+	Route string
+	// Target, when not empty, matches the message's target exactly (a
+	// room's delivery: its subscription).
+	Target string
 	Reason string // substring of the last error
 	Since  time.Time
 	Until  time.Time
@@ -120,7 +123,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context, tenant string, f DeadLet
 	if f.RatePerS < 0 {
 		return 0, Invalid("rate_per_s", "must not be negative")
 	}
-	q := Query{Tenant: tenant, Status: StatusDeliveryFailed, Route: f.Route, Reason: f.Reason, Since: f.Since, Until: f.Until, Limit: 500}
+	q := Query{Tenant: tenant, Status: StatusDeliveryFailed, Route: f.Route, Target: f.Target, Reason: f.Reason, Since: f.Since, Until: f.Until, Limit: 500}
 	var all []*Message
 	for {
 		page, next, err := e.store.List(ctx, q)

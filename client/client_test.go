@@ -388,7 +388,10 @@ func TestDeadLetters(t *testing.T) {
 		t.Errorf("dead letters of another reason: %+v, %v", p, err)
 	}
 
-	n, err := c.ReplayDeadLetters(ctx, client.ReplayFilter{Route: routeHooks, Reason: "400", Since: time.Now().Add(-time.Hour), RatePerS: 1000})
+	if n, err := c.ReplayDeadLetters(ctx, client.ReplayFilter{Route: routeHooks, Target: "another"}); err != nil || n != 0 {
+		t.Fatalf("ReplayDeadLetters of another target = %d, %v; want 0", n, err)
+	}
+	n, err := c.ReplayDeadLetters(ctx, client.ReplayFilter{Route: routeHooks, Target: "refuse", Reason: "400", Since: time.Now().Add(-time.Hour), RatePerS: 1000})
 	if err != nil || n != 3 {
 		t.Fatalf("ReplayDeadLetters = %d, %v; want 3", n, err)
 	}

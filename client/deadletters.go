@@ -66,6 +66,9 @@ func (c *Client) DeadLettersAll(ctx context.Context, f DeadLetterFilter) iter.Se
 type ReplayFilter struct {
 	// Route keeps the dead letters of this route only.
 	Route string `json:"route,omitempty"`
+	// Target keeps the dead letters of this target only, matched exactly
+	// (with the route room:<name>, a subscription's deliveries).
+	Target string `json:"target,omitempty"`
 	// Reason keeps the dead letters whose last error contains it.
 	Reason string `json:"reason,omitempty"`
 	// Since and Until keep the dead letters that failed (were last

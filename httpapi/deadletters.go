@@ -10,6 +10,7 @@ import (
 // is an optional filter.
 type replayBody struct {
 	Route    string   `json:"route"`
+	Target   string   `json:"target"`
 	Reason   string   `json:"reason"`
 	Since    bodyTime `json:"since"`
 	Until    bodyTime `json:"until"`
@@ -40,7 +41,7 @@ func (a *api) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 		writeRequestError(w, bad)
 		return
 	}
-	f := herald.DeadLetterFilter{Route: body.Route, Reason: body.Reason, RatePerS: body.RatePerS}
+	f := herald.DeadLetterFilter{Route: body.Route, Target: body.Target, Reason: body.Reason, RatePerS: body.RatePerS}
 	var bad *requestError
 	if f.Since, bad = body.Since.parse("since"); bad != nil {
 		writeRequestError(w, bad)

@@ -64,7 +64,7 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 	if l := f.list("/v1/messages?status=QUEUED", keyA); len(l.Messages) != 2 {
 		t.Errorf("%d replayed messages queued, want 2", len(l.Messages))
 	}
-	for _, body := range []string{`{"since":"yesterday"}`, `{"until":"2025-13-01T00:00:00Z"}`, `{"since":""}`, `{"until":null}`, `{"rate_per_s":"fast"}`, `{"rate_per_s":-1}`, `{`} {
+	for _, body := range []string{`{"target":7}`, `{"since":"yesterday"}`, `{"until":"2025-13-01T00:00:00Z"}`, `{"since":""}`, `{"until":null}`, `{"rate_per_s":"fast"}`, `{"rate_per_s":-1}`, `{`} {
 		rec := f.do("POST", "/v1/dead-letters/replay", keyA, body)
 		wantStatus(t, rec, http.StatusBadRequest)
 	}
@@ -91,4 +91,33 @@ func TestDeadLettersListReplayPurge(t *testing.T) {
 	}
 	// The delivered message is not a dead letter and stays.
 	wantStatus(t, f.do("GET", "/v1/messages/"+ok.ID, keyA, ""), http.StatusOK)
+}
+
+// TestDeadLettersReplayByTarget: a replay with a target replays the dead
+// letters of that target only (a room's subscription's), with the route
+// and the other filters.
+func TestDeadLettersReplayByTarget(t *testing.T) {
+	f := newFixture(t)
+	f.deadLetters("hooks", 2)
+	f.deadLetters("devices", 1)
+	f.stop()
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"target":"another"}`, 0},
+		{`{"route":"devices","target":"another"}`, 0},
+		{`{"route":"hooks","target":"fail","reason":"no such reason"}`, 0},
+		{`{"route":"hooks","target":"fail"}`, 2},
+		{`{"target":"fail"}`, 1}, // the other route's: the two are queued already
+	} {
+		rec := f.do("POST", "/v1/dead-letters/replay", keyA, c.body)
+		wantStatus(t, rec, http.StatusOK)
+		if got := decode[map[string]int](t, rec)["replayed"]; got != c.want {
+			t.Errorf("replay %s: %d replayed, want %d", c.body, got, c.want)
+		}
+	}
+	if l := f.list("/v1/messages?status=QUEUED&target=fail", keyA); len(l.Messages) != 3 {
+		t.Errorf("%d replayed messages queued, want 3", len(l.Messages))
+	}
 }

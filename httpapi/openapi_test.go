@@ -314,7 +314,7 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 
 	// Dead letters.
 	call("GET", "/v1/dead-letters?route=hooks&reason=refused&limit=5", keyA, "", 200)
-	call("POST", "/v1/dead-letters/replay", keyA, `{"route":"hooks","reason":"refused","since":"2020-01-01T00:00:00Z","until":"2030-01-01T00:00:00Z","rate_per_s":5}`, 200)
+	call("POST", "/v1/dead-letters/replay", keyA, `{"route":"hooks","target":"fail","reason":"refused","since":"2020-01-01T00:00:00Z","until":"2030-01-01T00:00:00Z","rate_per_s":5}`, 200)
 	call("POST", "/v1/dead-letters/replay", keyA, "", 200)
 	settle()
 	call("DELETE", "/v1/dead-letters?route=hooks&before=2030-01-01T00:00:00Z", keyA, "", 200)

@@ -227,7 +227,7 @@ func idCommand(verb, short string) *cobra.Command {
 func dlqCommand() *cobra.Command {
 	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters"}
 	var lc, rc, pc clientFlags
-	var route, reason, before string
+	var route, target, reason, before string
 	var rate float64
 	list := &cobra.Command{
 		Use: "ls", Short: "List dead letters", Args: cobra.NoArgs,
@@ -238,7 +238,7 @@ func dlqCommand() *cobra.Command {
 	replay := &cobra.Command{
 		Use: "replay", Short: "Replay dead letters at a bounded rate", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := client.ReplayFilter{Route: route, Reason: reason}
+			f := client.ReplayFilter{Route: route, Target: target, Reason: reason}
 			if rate > 0 {
 				f.RatePerS = rate
 			}
@@ -265,6 +265,7 @@ func dlqCommand() *cobra.Command {
 		addClientFlags(c.cmd, c.fl)
 		c.cmd.Flags().StringVar(&route, "route", "", "only this route")
 	}
+	replay.Flags().StringVar(&target, "target", "", "only this target, matched exactly (a room's subscription, with --route room:NAME)")
 	replay.Flags().StringVar(&reason, "reason", "", "only dead letters whose last error contains this")
 	replay.Flags().Float64Var(&rate, "rate", 0, "at most this many per second")
 	purge.Flags().StringVar(&before, "before", "", "only those last updated before this RFC 3339 time")

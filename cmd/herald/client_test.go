@@ -94,6 +94,9 @@ func TestMessagesCLI(t *testing.T) {
 	if out := must("dlq", "replay", "--route", "fail", "--reason", "no such reason", "--rate", "5"); !strings.Contains(out, `"replayed": 0`) {
 		t.Errorf("dlq replay of nothing: %s", out)
 	}
+	if out := must("dlq", "replay", "--route", "fail", "--target", "no such target"); !strings.Contains(out, `"replayed": 0`) {
+		t.Errorf("dlq replay of another target: %s", out)
+	}
 	// The answer is the message as read after the replay: the dispatcher
 	// may have claimed it, and failed it again, already; its timeline
 	// shows the replay.
