@@ -182,6 +182,16 @@ func (e *Engine) settle(ctx context.Context, tenant, id string, leaseIDs []strin
 	return n, lost, nil
 }
 
+// PullQueue returns how many deliveries of s, a pull subscription, wait
+// to be pulled (QUEUED, due or not): its queue's depth. A push
+// subscription's is ErrNotPull.
+func (e *Engine) PullQueue(ctx context.Context, s *Subscription) (int, error) {
+	if s.Type != SubscriptionPull {
+		return 0, fmt.Errorf("%w: subscription %s is %s", ErrNotPull, s.ID, s.Type)
+	}
+	return e.store.PullQueue(ctx, RoomRoutePrefix+s.Room, s.ID)
+}
+
 // pullSubscription returns tenant's subscription id, ErrNotPull when it
 // is not a pull subscription.
 func (e *Engine) pullSubscription(ctx context.Context, tenant, id string) (*Subscription, error) {

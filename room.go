@@ -32,6 +32,9 @@ type Room struct {
 	// again does not go through the revisions of the one before.
 	Revision  int64
 	CreatedAt time.Time
+	// Subscriptions is how many subscriptions the room has, as
+	// Store.Room and Store.Rooms count them (Store.CreateRoom ignores it).
+	Subscriptions int
 }
 
 // DeliveryPolicy retries a room's deliveries (exponential backoff

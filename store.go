@@ -202,10 +202,12 @@ type Store interface {
 	// room of its name.
 	CreateRoom(ctx context.Context, r Room) error
 
-	// Room returns tenant's room name, or ErrNotFound.
+	// Room returns tenant's room name, with its Subscriptions counted, or
+	// ErrNotFound.
 	Room(ctx context.Context, tenant, name string) (*Room, error)
 
-	// Rooms returns tenant's rooms, by name.
+	// Rooms returns tenant's rooms, by name, with their Subscriptions
+	// counted.
 	Rooms(ctx context.Context, tenant string) ([]Room, error)
 
 	// DeleteRoom deletes tenant's room name and its subscriptions, and
@@ -251,6 +253,10 @@ type Store interface {
 	// p.Reason. A message is leased to one caller only, across processes.
 	// Claim never takes a Pull message.
 	Pull(ctx context.Context, p PullClaim) ([]*Message, error)
+
+	// PullQueue returns how many QUEUED messages with Pull set route and
+	// target hold, due or not: a pull subscription's queue depth.
+	PullQueue(ctx context.Context, route, target string) (int, error)
 
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error

@@ -44,20 +44,23 @@ type Room struct {
 	// overrides it.
 	Delivery  herald.DeliveryPolicy
 	CreatedAt time.Time
+	// Subscriptions is how many subscriptions it has.
+	Subscriptions int
 }
 
 // roomJSON is the JSON shape of a Room.
 type roomJSON struct {
-	Name       string       `json:"name"`
-	Expiration string       `json:"expiration"`
-	Delivery   deliveryJSON `json:"delivery"`
-	CreatedAt  time.Time    `json:"created_at"`
+	Name          string       `json:"name"`
+	Expiration    string       `json:"expiration"`
+	Delivery      deliveryJSON `json:"delivery"`
+	CreatedAt     time.Time    `json:"created_at"`
+	Subscriptions int          `json:"subscriptions"`
 }
 
 // MarshalJSON returns r in the API's shape.
 func (r Room) MarshalJSON() ([]byte, error) {
 	d, m, a := r.Delivery.Delay, r.Delivery.Multiplier, r.Delivery.Attempts
-	return json.Marshal(roomJSON{Name: r.Name, Expiration: r.Expiration.String(), CreatedAt: r.CreatedAt,
+	return json.Marshal(roomJSON{Name: r.Name, Expiration: r.Expiration.String(), CreatedAt: r.CreatedAt, Subscriptions: r.Subscriptions,
 		Delivery: *deliveryOf(herald.DeliveryOverrides{Delay: &d, Multiplier: &m, Attempts: &a})})
 }
 
@@ -75,7 +78,7 @@ func (r *Room) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	*r = Room{Name: j.Name, Expiration: exp, Delivery: o.Apply(herald.DeliveryPolicy{}), CreatedAt: j.CreatedAt}
+	*r = Room{Name: j.Name, Expiration: exp, Delivery: o.Apply(herald.DeliveryPolicy{}), CreatedAt: j.CreatedAt, Subscriptions: j.Subscriptions}
 	return nil
 }
 
@@ -130,6 +133,9 @@ type Subscription struct {
 	// subscription overrides; the others (nil) are the room's.
 	Delivery  herald.DeliveryOverrides
 	CreatedAt time.Time
+	// Queued is a pull subscription's deliveries waiting to be pulled, as
+	// Subscription reads it (nil in the other answers, and for push).
+	Queued *int
 }
 
 // subscriptionJSON is the JSON shape of a Subscription.
@@ -143,6 +149,7 @@ type subscriptionJSON struct {
 	EventTypes []eventTypeJSON         `json:"event_types"`
 	Delivery   deliveryJSON            `json:"delivery"`
 	CreatedAt  time.Time               `json:"created_at"`
+	Queued     *int                    `json:"queued,omitempty"`
 }
 
 // MarshalJSON returns s in the API's shape.
@@ -156,7 +163,7 @@ func (s Subscription) MarshalJSON() ([]byte, error) {
 		d = *p
 	}
 	return json.Marshal(subscriptionJSON{ID: s.ID, Room: s.Room, Type: s.Type, URL: s.URL, Secret: s.Secret, SecretEnv: s.SecretEnv,
-		EventTypes: types, Delivery: d, CreatedAt: s.CreatedAt})
+		EventTypes: types, Delivery: d, CreatedAt: s.CreatedAt, Queued: s.Queued})
 }
 
 // UnmarshalJSON reads s from the API's shape.
@@ -169,7 +176,8 @@ func (s *Subscription) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	*s = Subscription{ID: j.ID, Room: j.Room, Type: j.Type, URL: j.URL, Secret: j.Secret, SecretEnv: j.SecretEnv, Delivery: o, CreatedAt: j.CreatedAt}
+	*s = Subscription{ID: j.ID, Room: j.Room, Type: j.Type, URL: j.URL, Secret: j.Secret, SecretEnv: j.SecretEnv, Delivery: o, CreatedAt: j.CreatedAt,
+		Queued: j.Queued}
 	for _, et := range j.EventTypes {
 		s.EventTypes = append(s.EventTypes, herald.EventType(et))
 	}

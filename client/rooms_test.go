@@ -171,6 +171,17 @@ func TestSubscriptionsAndPublish(t *testing.T) {
 		t.Errorf("a publish without type: field %q, want type", e.Field())
 	}
 
+	// Two deliveries wait for the pull subscription; the room counts its two subscriptions.
+	if got, err := c.Subscription(ctx, pull.ID); err != nil || got.Queued == nil || *got.Queued != 2 {
+		t.Errorf("Subscription of the pull one = %+v, %v; want 2 queued", got, err)
+	}
+	if got, err := c.Subscription(ctx, push.ID); err != nil || got.Queued != nil {
+		t.Errorf("Subscription of the push one = %+v, %v; want no queue", got, err)
+	}
+	if r, err := c.Room(ctx, "orders"); err != nil || r.Subscriptions != 2 {
+		t.Errorf("Room = %+v, %v; want 2 subscriptions", r, err)
+	}
+
 	// Deleting the pull subscription cancels its waiting deliveries.
 	if err := c.DeleteSubscription(ctx, pull.ID); err != nil {
 		t.Fatal(err)
@@ -343,14 +354,18 @@ func TestRoomsRetries(t *testing.T) {
 func TestRoomViewsRoundTrip(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	room := roundTrip(t, client.Room{Name: "r", Expiration: time.Hour,
-		Delivery: herald.DeliveryPolicy{Delay: time.Second, Multiplier: 2, Attempts: 4}, CreatedAt: at})
-	if want := `{"name":"r","expiration":"1h0m0s","delivery":{"delay":"1s","multiplier":2,"attempts":4},"created_at":"2026-01-02T03:04:05Z"}`; room != want {
+		Delivery: herald.DeliveryPolicy{Delay: time.Second, Multiplier: 2, Attempts: 4}, CreatedAt: at, Subscriptions: 3})
+	if want := `{"name":"r","expiration":"1h0m0s","delivery":{"delay":"1s","multiplier":2,"attempts":4},"created_at":"2026-01-02T03:04:05Z","subscriptions":3}`; room != want {
 		t.Errorf("room JSON %s, want %s", room, want)
 	}
 	sub := roundTrip(t, client.Subscription{ID: "s", Room: "r", Type: herald.SubscriptionPush, URL: "http://x/", Secret: "whsec_x", SecretEnv: "S",
 		EventTypes: []herald.EventType{{Type: "a", Version: "1"}, {Type: "b"}}, Delivery: herald.DeliveryOverrides{Attempts: ptr(0)}, CreatedAt: at})
 	if want := `{"id":"s","room":"r","type":"push","url":"http://x/","secret":"whsec_x","secret_env":"S","event_types":[{"type":"a","version":"1"},{"type":"b"}],"delivery":{"attempts":0},"created_at":"2026-01-02T03:04:05Z"}`; sub != want {
 		t.Errorf("subscription JSON %s, want %s", sub, want)
+	}
+	pull := roundTrip(t, client.Subscription{ID: "p", Room: "r", Type: herald.SubscriptionPull, CreatedAt: at, Queued: ptr(7)})
+	if want := `{"id":"p","room":"r","type":"pull","event_types":[],"delivery":{},"created_at":"2026-01-02T03:04:05Z","queued":7}`; pull != want {
+		t.Errorf("pull subscription JSON %s, want %s", pull, want)
 	}
 	ev := roundTrip(t, client.Event{ID: "e", Room: "r", Type: "t", Data: json.RawMessage(`{"a":1}`), CreatedAt: at,
 		Deliveries: []herald.Delivery{{SubscriptionID: "s", MessageID: "m"}}})

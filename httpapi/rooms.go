@@ -67,11 +67,13 @@ type roomView struct {
 	Expiration string       `json:"expiration"` // "0s": never
 	Delivery   deliveryBody `json:"delivery"`
 	CreatedAt  time.Time    `json:"created_at"`
+	// Subscriptions is how many subscriptions it has.
+	Subscriptions int `json:"subscriptions"`
 }
 
 func viewRoom(r *herald.Room) roomView {
 	d, m, a := r.Delivery.Delay, r.Delivery.Multiplier, r.Delivery.Attempts
-	return roomView{Name: r.Name, Expiration: r.Expiration.String(), CreatedAt: r.CreatedAt.UTC(),
+	return roomView{Name: r.Name, Expiration: r.Expiration.String(), CreatedAt: r.CreatedAt.UTC(), Subscriptions: r.Subscriptions,
 		Delivery: deliveryOf(herald.DeliveryOverrides{Delay: &d, Multiplier: &m, Attempts: &a})}
 }
 
@@ -180,6 +182,9 @@ type subscriptionView struct {
 	EventTypes []eventTypeView `json:"event_types"`
 	Delivery   deliveryBody    `json:"delivery"`
 	CreatedAt  time.Time       `json:"created_at"`
+	// Queued is a pull subscription's deliveries waiting to be pulled, in
+	// GET /v1/subscriptions/{id} only.
+	Queued *int `json:"queued,omitempty"`
 }
 
 func viewSubscription(s *herald.Subscription) subscriptionView {
@@ -268,14 +273,24 @@ func (a *api) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string][]subscriptionView{"subscriptions": views})
 }
 
-// getSubscription handles GET /v1/subscriptions/{id}.
+// getSubscription handles GET /v1/subscriptions/{id}: a pull
+// subscription's with its queue's depth.
 func (a *api) getSubscription(w http.ResponseWriter, r *http.Request) {
 	sub, err := a.engine.Subscription(r.Context(), tenantOf(r), r.PathValue("id"))
 	if err != nil {
 		a.failRooms(w, r, err, "subscription")
 		return
 	}
-	writeJSON(w, http.StatusOK, viewSubscription(sub))
+	v := viewSubscription(sub)
+	if sub.Type == herald.SubscriptionPull {
+		n, err := a.engine.PullQueue(r.Context(), sub)
+		if err != nil {
+			a.failRooms(w, r, err, "subscription")
+			return
+		}
+		v.Queued = &n
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // deleteSubscription handles DELETE /v1/subscriptions/{id}: 204.

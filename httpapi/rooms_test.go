@@ -112,10 +112,23 @@ func TestSubscriptionsAPI(t *testing.T) {
 
 	rec = f.do("GET", "/v1/rooms/orders/subscriptions", keyA, "")
 	wantStatus(t, rec, http.StatusOK)
-	if subs := decode[map[string][]subscriptionView](t, rec)["subscriptions"]; len(subs) != 2 || subs[0].ID != sub.ID {
-		t.Errorf("subscriptions: %+v", subs)
+	if subs := decode[map[string][]subscriptionView](t, rec)["subscriptions"]; len(subs) != 2 || subs[0].ID != sub.ID || subs[1].Queued != nil {
+		t.Errorf("subscriptions: %+v (no queue's depth in a list)", subs)
 	}
-	wantStatus(t, f.do("GET", "/v1/subscriptions/"+sub.ID, keyA, ""), http.StatusOK)
+	// Each room with how many subscriptions it has.
+	wantStatus(t, f.do("POST", "/v1/rooms", keyA, `{"name":"empty"}`), http.StatusCreated)
+	rooms := decode[map[string][]roomView](t, f.do("GET", "/v1/rooms", keyA, ""))["rooms"]
+	if len(rooms) != 2 || rooms[0].Name != "empty" || rooms[0].Subscriptions != 0 || rooms[1].Subscriptions != 2 {
+		t.Errorf("rooms %+v, want empty with 0 subscriptions and orders with 2", rooms)
+	}
+	if r := decode[roomView](t, f.do("GET", "/v1/rooms/orders", keyA, "")); r.Subscriptions != 2 {
+		t.Errorf("room orders has %d subscriptions, want 2", r.Subscriptions)
+	}
+	rec = f.do("GET", "/v1/subscriptions/"+sub.ID, keyA, "")
+	wantStatus(t, rec, http.StatusOK)
+	if strings.Contains(rec.Body.String(), `"queued"`) {
+		t.Errorf("a push subscription has a queue's depth: %s", rec.Body)
+	}
 	wantError(t, f.do("GET", "/v1/subscriptions/"+sub.ID, keyB, ""), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("DELETE", "/v1/subscriptions/"+sub.ID, keyB, ""), http.StatusNotFound, codeNotFound)
 	wantStatus(t, f.do("DELETE", "/v1/subscriptions/"+sub.ID, keyA, ""), http.StatusNoContent)
@@ -175,6 +188,19 @@ func TestPublishPullAck(t *testing.T) {
 	wantError(t, f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyB, ""), http.StatusNotFound, codeNotFound)
 	wantError(t, f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"max":5000}`), http.StatusBadRequest, codeInvalidField)
 	wantError(t, f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"lease":1.5}`), http.StatusBadRequest, codeInvalidField)
+	queued := func(sub string) int {
+		t.Helper()
+		rec := f.do("GET", "/v1/subscriptions/"+sub, keyA, "")
+		wantStatus(t, rec, http.StatusOK)
+		v := decode[subscriptionView](t, rec)
+		if v.Queued == nil {
+			t.Fatalf("pull subscription %s without its queue's depth: %s", sub, rec.Body)
+		}
+		return *v.Queued
+	}
+	if n := queued(pull); n != 1 {
+		t.Errorf("the pull subscription's queue: %d deliveries, want 1", n)
+	}
 	rec = f.do("POST", "/v1/subscriptions/"+pull+"/pull", keyA, `{"max":10,"lease":60000}`) // a minute, in milliseconds
 	wantStatus(t, rec, http.StatusOK)
 	got := decode[map[string][]herald.DeliveryView](t, rec)["deliveries"]
@@ -184,6 +210,9 @@ func TestPublishPullAck(t *testing.T) {
 	}
 	if got[0].LeaseID == "" || !strings.HasPrefix(got[0].LeaseID, got[0].ID+".") {
 		t.Fatalf("pulled lease_id %q, want one of delivery %s", got[0].LeaseID, got[0].ID)
+	}
+	if n := queued(pull); n != 0 {
+		t.Errorf("the pull subscription's queue after the pull: %d deliveries, want 0", n)
 	}
 	rec = f.do("POST", "/v1/subscriptions/"+pull+"/ack", keyA, `{"lease_ids":["`+got[0].LeaseID+`"]}`)
 	wantStatus(t, rec, http.StatusOK)

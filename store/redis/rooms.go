@@ -41,14 +41,25 @@ func (s *Store) CreateRoom(ctx context.Context, r herald.Room) error {
 
 // Room returns tenant's room name.
 func (s *Store) Room(ctx context.Context, tenant, name string) (*herald.Room, error) {
-	h, err := s.client.HGetAll(ctx, s.key("room:"+roomKey(tenant, name))).Result()
+	var (
+		h    *goredis.MapStringStringCmd
+		subs *goredis.IntCmd
+	)
+	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		h = p.HGetAll(ctx, s.key("room:"+roomKey(tenant, name)))
+		subs = p.ZCard(ctx, s.key("subs:"+roomKey(tenant, name)))
+		return nil
+	})
 	if err != nil {
 		return nil, wrap(ctx, "room", err)
 	}
-	if len(h) == 0 {
+	if len(h.Val()) == 0 {
 		return nil, herald.ErrNotFound
 	}
-	r, err := decodeRoom(tenant, name, h)
+	r, err := decodeRoom(tenant, name, h.Val())
+	if r != nil {
+		r.Subscriptions = int(subs.Val())
+	}
 	return r, wrap(ctx, "room", err)
 }
 
@@ -66,6 +77,14 @@ func (s *Store) Rooms(ctx context.Context, tenant string) ([]herald.Room, error)
 	if err != nil {
 		return nil, wrap(ctx, "rooms", err)
 	}
+	subKeys := make([]string, len(names))
+	for i, name := range names {
+		subKeys[i] = s.key("subs:" + roomKey(tenant, name))
+	}
+	counts, err := s.pipelined(ctx, subKeys, func(p goredis.Pipeliner, key string) { p.ZCard(ctx, key) })
+	if err != nil {
+		return nil, wrap(ctx, "rooms", err)
+	}
 	rooms := make([]herald.Room, 0, len(names))
 	for i, h := range hashes {
 		if len(h) == 0 {
@@ -75,6 +94,7 @@ func (s *Store) Rooms(ctx context.Context, tenant string) ([]herald.Room, error)
 		if err != nil {
 			return nil, wrap(ctx, "rooms", err)
 		}
+		r.Subscriptions = int(counts[i].(*goredis.IntCmd).Val())
 		rooms = append(rooms, *r)
 	}
 	return rooms, nil
@@ -337,6 +357,12 @@ func (s *Store) Pull(ctx context.Context, p herald.PullClaim) ([]*herald.Message
 	}
 	msgs, err := s.readClaimed(ctx, res)
 	return msgs, wrap(ctx, "pull", err)
+}
+
+// PullQueue counts the QUEUED pull messages of route and target: their pq.
+func (s *Store) PullQueue(ctx context.Context, route, target string) (int, error) {
+	n, err := s.client.ZCard(ctx, s.key("pq:"+esc(route)+"|"+esc(target))).Result()
+	return int(n), wrap(ctx, "pull queue", err)
 }
 
 // hashesOf reads the hashes keys in one pipeline, in order; a hash that

@@ -26,6 +26,10 @@ const (
 	roomCols      = `tenant, name, expiration, delay, multiplier, attempts, revision, created_at`
 	subCols       = `id, tenant, room, type, url, secret_env, event_types, delay, multiplier, attempts, created_at, secret`
 	roomEventCols = `id, tenant, room, type, version, correlation_id, data, deliveries, created_at`
+	// roomSubsSQL counts a room's subscriptions, after the roomCols of
+	// Room and Rooms.
+	roomSubsSQL = `(SELECT COUNT(*) FROM subscriptions INDEXED BY subscriptions_room
+		WHERE subscriptions.tenant = rooms.tenant AND subscriptions.room = rooms.name)`
 )
 
 // CreateRoom stores r unless its tenant has a room of its name
@@ -61,7 +65,7 @@ func (s *Store) Rooms(ctx context.Context, tenant string) ([]herald.Room, error)
 	return rooms, wrap("rooms", err)
 }
 
-// scanRoom reads the roomCols.
+// scanRoom reads the roomCols and the count of roomSubsSQL.
 func scanRoom(sc rowScanner) (herald.Room, error) {
 	var (
 		r                            herald.Room
@@ -69,7 +73,7 @@ func scanRoom(sc rowScanner) (herald.Room, error) {
 		multiplier                   float64
 		attempts                     int
 	)
-	err := sc.Scan(&r.Tenant, &r.Name, &expiration, &delay, &multiplier, &attempts, &r.Revision, &createdAt)
+	err := sc.Scan(&r.Tenant, &r.Name, &expiration, &delay, &multiplier, &attempts, &r.Revision, &createdAt, &r.Subscriptions)
 	r.Expiration, r.CreatedAt = time.Duration(expiration)*time.Millisecond, unixms.Time(createdAt)
 	r.Delivery = herald.DeliveryPolicy{Delay: time.Duration(delay) * time.Millisecond, Multiplier: multiplier, Attempts: attempts}
 	return r, err
@@ -342,4 +346,12 @@ func (s *Store) Pull(ctx context.Context, p herald.PullClaim) ([]*herald.Message
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.ID, b.ID))
 	})
 	return msgs, nil
+}
+
+// PullQueue counts the QUEUED pull messages of route and target, in
+// messages_pull.
+func (s *Store) PullQueue(ctx context.Context, route, target string) (int, error) {
+	var n int
+	err := s.rs.pullQueue.QueryRowContext(ctx, route, target).Scan(&n)
+	return n, wrap("pull queue", err)
 }

@@ -72,6 +72,7 @@ type readStmts struct {
 
 	// The rooms' (rooms.go).
 	room, rooms, subscription, subscriptions, roomEvent *sql.Stmt
+	pullQueue                                           *sql.Stmt
 
 	// The admin page's sessions (sessions.go).
 	session *sql.Stmt
@@ -394,8 +395,10 @@ func (st *readStmts) defs() []stmtDef {
 		{&st.routeBucket, `SELECT tokens, tokens_at FROM route_buckets WHERE route = ?`},
 		{&st.inboundByCorrelation, `SELECT ` + inboxCols + ` FROM inbox INDEXED BY inbox_correlation
 			WHERE route = ? AND correlation = ? AND correlation != ''`},
-		{&st.room, `SELECT ` + roomCols + ` FROM rooms WHERE tenant = ? AND name = ?`},
-		{&st.rooms, `SELECT ` + roomCols + ` FROM rooms WHERE tenant = +? ORDER BY name`},
+		{&st.room, `SELECT ` + roomCols + `, ` + roomSubsSQL + ` FROM rooms WHERE tenant = ? AND name = ?`},
+		{&st.rooms, `SELECT ` + roomCols + `, ` + roomSubsSQL + ` FROM rooms WHERE tenant = +? ORDER BY name`},
+		{&st.pullQueue, `SELECT COUNT(*) FROM messages INDEXED BY messages_pull
+			WHERE status = 'QUEUED' AND gated = 2 AND route = +? AND target = +?`},
 		{&st.subscription, `SELECT ` + subCols + ` FROM subscriptions WHERE id = ?`},
 		{&st.subscriptions, `SELECT ` + subCols + ` FROM subscriptions INDEXED BY subscriptions_room
 			WHERE tenant = +? AND room = +? ORDER BY id`},

@@ -60,6 +60,13 @@ func testRooms(t *testing.T, open opener) {
 		if rev := h.getRoom("acme", "r").Revision; rev != 3 {
 			t.Errorf("revision after two subscriptions: %d, want 3", rev)
 		}
+		h.room("acme", "empty", 0)
+		if n := h.getRoom("acme", "r").Subscriptions; n != 2 {
+			t.Errorf("Room counts %d subscriptions, want 2", n)
+		}
+		if rooms, err := h.s.Rooms(h.ctx, "acme"); err != nil || len(rooms) != 2 || rooms[0].Subscriptions != 0 || rooms[1].Subscriptions != 2 {
+			t.Errorf("Rooms = %+v, %v; want empty with 0 subscriptions and r with 2", rooms, err)
+		}
 		checkSubscription(t, "Subscription full", h.getSubscription(full.ID), full)
 		checkSubscription(t, "Subscription bare", h.getSubscription(bare.ID), bare)
 		subs, err := h.s.Subscriptions(h.ctx, "acme", "r")
@@ -84,8 +91,8 @@ func testRooms(t *testing.T, open opener) {
 		if _, err := h.s.Subscription(h.ctx, full.ID); !errors.Is(err, herald.ErrNotFound) {
 			t.Errorf("Subscription deleted: %v, want ErrNotFound", err)
 		}
-		if rev := h.getRoom("acme", "r").Revision; rev != 4 {
-			t.Errorf("revision after a deletion: %d, want 4", rev)
+		if r := h.getRoom("acme", "r"); r.Revision != 4 || r.Subscriptions != 1 {
+			t.Errorf("revision after a deletion: %d, subscriptions %d; want 4 and 1", r.Revision, r.Subscriptions)
 		}
 		if _, err := h.s.DeleteRoom(h.ctx, "acme", "nope", end); !errors.Is(err, herald.ErrNotFound) {
 			t.Errorf("DeleteRoom unknown: %v, want ErrNotFound", err)
@@ -96,8 +103,8 @@ func testRooms(t *testing.T, open opener) {
 		if _, err := h.s.Subscription(h.ctx, bare.ID); !errors.Is(err, herald.ErrNotFound) {
 			t.Errorf("Subscription of a deleted room: %v, want ErrNotFound", err)
 		}
-		if rooms, _ := h.s.Rooms(h.ctx, "acme"); len(rooms) != 0 {
-			t.Errorf("Rooms after the deletion: %d, want none", len(rooms))
+		if rooms, _ := h.s.Rooms(h.ctx, "acme"); len(rooms) != 1 || rooms[0].Name != "empty" {
+			t.Errorf("Rooms after the deletion: %+v, want the empty one", rooms)
 		}
 		h.room("acme", "r", 0) // the name is free again
 		if subs, _ := h.s.Subscriptions(h.ctx, "acme", "r"); len(subs) != 0 {
@@ -195,6 +202,15 @@ func testRooms(t *testing.T, open opener) {
 		push.Target = "s1"
 		h.create(push)
 
+		queue := func(what, target string, want int) {
+			t.Helper()
+			if n, err := h.s.PullQueue(h.ctx, "room:r", target); err != nil || n != want {
+				t.Errorf("PullQueue of %s %s = %d, %v; want %d", target, what, n, err, want)
+			}
+		}
+		queue("at first", "s1", 5) // due or not, expired or not; not the push message
+		queue("at first", "s2", 1)
+		queue("at first", "s3", 0)
 		if got := h.pull(herald.PullClaim{Route: "room:r", Target: "s1", Now: now, Limit: 0, Deadline: at(time.Hour), Lease: pullLease()}); len(got) != 0 {
 			t.Errorf("Pull of 0: %v", ids(got))
 		}
@@ -217,6 +233,7 @@ func testRooms(t *testing.T, open opener) {
 		if want := []string{low2.ID}; !slices.Equal(ids(rest), want) {
 			t.Errorf("Pull of the rest: %v, want %v (none leased twice, none not due, expired or another's)", ids(rest), want)
 		}
+		queue("after the pulls", "s1", 2)
 
 		// A lease that ends back in QUEUED (retry, replay) makes it pullable again.
 		h.transition(herald.Transition{ID: high.ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, Lease: first[0].Lease, At: now, DueAt: now})
@@ -225,6 +242,7 @@ func testRooms(t *testing.T, open opener) {
 		}
 		h.transition(herald.Transition{ID: low1.ID, From: herald.StatusSentToNS, To: herald.StatusDeliveryFailed, At: now})
 		h.transition(herald.Transition{ID: low1.ID, From: herald.StatusDeliveryFailed, To: herald.StatusQueued, At: now, DueAt: now, ResetAttempts: true})
+		queue("after a retry and a replay", "s1", 4)
 		if got := h.claim(at(2*time.Hour), 10); !slices.Equal(ids(got), []string{push.ID}) {
 			t.Errorf("Claim after retry and replay: %v, want the push message only", ids(got))
 		}
@@ -608,7 +626,7 @@ func pullOf(s herald.Subscription, now time.Time, limit int) herald.PullClaim {
 func checkRoom(t *testing.T, what string, got *herald.Room, want herald.Room) {
 	t.Helper()
 	if got.Tenant != want.Tenant || got.Name != want.Name || got.Expiration != want.Expiration || got.Delivery != want.Delivery ||
-		got.Revision != want.Revision || !sameTime(got.CreatedAt, want.CreatedAt) {
+		got.Revision != want.Revision || !sameTime(got.CreatedAt, want.CreatedAt) || got.Subscriptions != want.Subscriptions {
 		t.Errorf("%s: %+v, want %+v", what, *got, want)
 	}
 }
