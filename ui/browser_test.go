@@ -128,6 +128,7 @@ func startHerald(t *testing.T) *heraldServer {
 		}
 		routes = append(routes, herald.Route{Name: name, Carrier: c, Policy: policy})
 	}
+	routes = append(routes, roomsRoute(t, st))
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h.engine, err = herald.New(herald.Config{Store: st, Routes: routes, Logger: logger, PollInterval: 20 * time.Millisecond})
 	if err != nil {

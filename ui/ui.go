@@ -1,6 +1,7 @@
 // Package ui serves herald's admin page at /ui: an overview of the queue,
 // a search of messages with each one's timeline, the dead letters with
-// replay and purge, and charts of the last hour. The page is plain HTML,
+// replay and purge, the rooms with their subscriptions and each one's
+// deliveries, and charts of the last hour. The page is plain HTML,
 // CSS and JavaScript embedded in the binary (assets/); it reads and acts
 // through the JSON API of package httpapi, served by the same server.
 //

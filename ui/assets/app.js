@@ -768,6 +768,178 @@
       el('td', { class: 'num', text: m.succeeded ? fmtDur(m.latency_p99_ms) : '—' }))));
   }
 
+  // ---- Rooms -------------------------------------------------------------
+
+  // hostOf is a push URL as the page shows it: its host, never its path,
+  // query or user, which may hold a secret.
+  function hostOf(u) {
+    try { return new URL(u).host || '—'; } catch (e) { return '—'; }
+  }
+  const never = (d) => (!d || d === '0s' ? 'never' : d);
+  // fmtPolicy says a room's delivery policy, or the fields a subscription
+  // overrides (none: "the room's").
+  function fmtPolicy(d, partial = false) {
+    const parts = [];
+    if (d && d.delay != null) parts.push(`delay ${d.delay}`);
+    if (d && d.multiplier != null) parts.push(`multiplier ${d.multiplier}`);
+    if (d && d.attempts != null) parts.push(`${d.attempts} redeliver${d.attempts === 1 ? 'y' : 'ies'}`);
+    return parts.length ? parts.join(', ') : (partial ? 'the room\'s' : '—');
+  }
+  const fmtTypes = (types) => (types && types.length
+    ? types.map((t) => (t.version ? `${t.type} v${t.version}` : t.type)).join(', ') : 'every event');
+  const roomLink = (name) => el('a', { href: `#/rooms/${enc(name)}`, text: name });
+  const subLink = (id) => el('a', { href: `#/subscriptions/${enc(id)}`, class: 'mono', text: id });
+  function updated(sel) {
+    const now = new Date().toISOString();
+    const u = $(sel);
+    u.dateTime = now;
+    u.textContent = fmtTime(now);
+  }
+
+  function rooms() {
+    return poller(async (live) => {
+      const res = await api('GET', '/v1/rooms');
+      if (!live()) return;
+      const list = res.rooms || [];
+      fill($('#rooms-list tbody'), JSON.stringify(list), list.length ? list.map((r) => el('tr', { 'data-room': r.name },
+        el('th', { scope: 'row' }, roomLink(r.name)), el('td', { text: never(r.expiration) }),
+        el('td', { text: fmtPolicy(r.delivery) }), el('td', { class: 'num', 'data-subscriptions': r.subscriptions, text: fmtNum(r.subscriptions) }),
+        el('td', {}, timeEl(r.created_at)))) : [emptyRow(5, 'No rooms: make one with POST /v1/rooms or herald rooms create.')]);
+      $('#rooms-summary').textContent = `${list.length} room${list.length === 1 ? '' : 's'}.`;
+      updated('#rooms-updated');
+    }, 5000);
+  }
+
+  function room(name) {
+    $('#room-name').textContent = name;
+    $('#room-missing').hidden = true;
+    $('#room-body').hidden = true;
+    for (const sel of ['#room-details', '#room-subs tbody']) delete $(sel).dataset.sig;
+    return poller(async (live) => {
+      let r;
+      let subs;
+      try {
+        [r, subs] = await Promise.all([api('GET', `/v1/rooms/${enc(name)}`), api('GET', `/v1/rooms/${enc(name)}/subscriptions`)]);
+      } catch (e) {
+        if (e.status !== 404) throw e;
+        if (live()) { $('#room-missing').hidden = false; $('#room-body').hidden = true; }
+        return;
+      }
+      if (!live()) return;
+      $('#room-body').hidden = false;
+      const dd = (label, value) => [el('dt', { text: label }), el('dd', {}, value)];
+      fill($('#room-details'), JSON.stringify(r), [
+        dd('Expiration', never(r.expiration)), dd('Delivery policy', fmtPolicy(r.delivery)),
+        dd('Route of its deliveries', el('code', { text: `room:${r.name}` })), dd('Created', timeEl(r.created_at)),
+      ].flat());
+      const list = subs.subscriptions || [];
+      // Only what the table shows goes into its signature: a URL's path stays out of the page.
+      const shown = list.map((s) => ({ id: s.id, type: s.type, host: s.type === 'push' ? hostOf(s.url) : '', types: fmtTypes(s.event_types),
+        delivery: fmtPolicy(s.delivery, true), created: s.created_at }));
+      fill($('#room-subs tbody'), JSON.stringify(shown), shown.length ? shown.map((s) => el('tr', { 'data-id': s.id },
+        el('td', {}, subLink(s.id)), el('td', {}, el('span', { class: 'badge', 'data-type': s.type, text: s.type })),
+        el('td', { class: 'mono', text: s.type === 'push' ? s.host : 'pulled by the subscriber' }),
+        el('td', { text: s.types }), el('td', { text: s.delivery }), el('td', {}, timeEl(s.created)))) : [emptyRow(6, 'No subscriptions.')]);
+      $('#room-subs-summary').textContent = `${list.length} subscription${list.length === 1 ? '' : 's'}.`;
+    }, 5000);
+  }
+
+  const subStatus = $('#sub-status');
+  for (const st of STATUSES) subStatus.append(el('option', { value: st, text: `${WORDS[st]} (${st})` }));
+
+  function subscription(id, params) {
+    $('#sub-id').textContent = id;
+    $('#sub-missing').hidden = true;
+    $('#sub-body').hidden = true;
+    $('#sub-route').textContent = '';
+    for (const sel of ['#sub-details', '#sub-deliveries tbody']) delete $(sel).dataset.sig;
+    const status = params.get('status') || '';
+    subStatus.value = status;
+    subStatus.onchange = () => { location.hash = `#/subscriptions/${enc(id)}${subStatus.value ? `?status=${enc(subStatus.value)}` : ''}`; };
+    const replay = $('#sub-replay-dead');
+    replay.disabled = true;
+    let sub = null;
+    let list = [];
+    let cursor = '';
+    let paged = false;
+    const query = () => {
+      const q = new URLSearchParams({ route: `room:${sub.room}`, target: id, limit: '50' });
+      if (status) q.set('status', status);
+      return q;
+    };
+    const render = () => {
+      fill($('#sub-deliveries tbody'), JSON.stringify(list), list.length ? list.map((m) => {
+        const p = m.params || {};
+        return el('tr', { 'data-id': m.id },
+          el('td', {}, msgLink(m.id)), el('td', {}, badge(m.status)), el('td', { class: 'num', text: `${m.attempt} / ${m.max_attempts}` }),
+          el('td', { class: 'mono', text: p.event_id || '—' }), el('td', { text: p.type ? `${p.type}${p.version ? ` v${p.version}` : ''}` : '—' }),
+          el('td', {}, timeEl(m.created_at)), el('td', {}, timeEl(m.updated_at)), el('td', { class: 'err', text: m.last_error }));
+      }) : [emptyRow(8, status ? 'No delivery of this status.' : 'No deliveries yet.')]);
+      $('#sub-summary').textContent = `${list.length} deliver${list.length === 1 ? 'y' : 'ies'}${status ? ` ${WORDS[status] || status}` : ''}, newest first${cursor ? '; more below' : ''}.`;
+      $('#sub-more').hidden = !cursor;
+    };
+    const p = poller(async (live) => {
+      let s;
+      try {
+        s = await api('GET', `/v1/subscriptions/${enc(id)}`);
+      } catch (e) {
+        if (e.status !== 404) throw e;
+        if (live()) { $('#sub-missing').hidden = false; $('#sub-body').hidden = true; }
+        return;
+      }
+      sub = s;
+      const route = `room:${s.room}`;
+      const dead = new URLSearchParams({ route, target: id, status: 'DELIVERY_FAILED', limit: '1' });
+      const [page, anyDead] = await Promise.all([paged ? null : api('GET', `/v1/messages?${query()}`), api('GET', `/v1/messages?${dead}`)]);
+      if (!live()) return;
+      $('#sub-body').hidden = false;
+      $('#sub-route').textContent = route;
+      const back = $('#sub-back');
+      back.href = `#/rooms/${enc(s.room)}`;
+      back.textContent = `← Room ${s.room}`;
+      const dd = (label, value) => [el('dt', { text: label }), el('dd', {}, value)];
+      const facts = [dd('Room', roomLink(s.room)), dd('Type', s.type)];
+      if (s.type === 'push') facts.push(dd('Endpoint', el('span', { class: 'mono', text: hostOf(s.url) })));
+      else facts.push(dd('Waiting to be pulled', el('span', { id: 'sub-queued', 'data-queued': s.queued, text: `${fmtNum(s.queued)} deliver${s.queued === 1 ? 'y' : 'ies'}` })));
+      facts.push(dd('Event types', fmtTypes(s.event_types)), dd('Delivery overrides', fmtPolicy(s.delivery, true)), dd('Created', timeEl(s.created_at)));
+      fill($('#sub-details'), JSON.stringify({ ...s, url: s.type === 'push' ? hostOf(s.url) : '' }), facts.flat());
+      replay.disabled = anyDead.messages.length === 0;
+      replay.title = replay.disabled ? 'It has no dead deliveries.' : '';
+      if (page && !paged) {
+        list = page.messages;
+        cursor = page.next_cursor;
+        render();
+      }
+    }, 3000);
+    $('#sub-more').onclick = async () => {
+      try {
+        const res = await api('GET', `/v1/messages?${query()}&cursor=${enc(cursor)}`);
+        paged = true;
+        list = list.concat(res.messages);
+        cursor = res.next_cursor;
+        render();
+      } catch (e) { flash(e.message, 'error'); }
+    };
+    replay.onclick = async () => {
+      if (!sub) return;
+      const ok = await confirmDialog({
+        title: 'Replay its dead deliveries?',
+        text: `Every failed delivery to subscription ${id} is queued again, with its attempts reset.`,
+        yes: 'Replay them', no: 'Cancel',
+      });
+      if (!ok) return;
+      try {
+        const res = await api('POST', '/v1/dead-letters/replay', { route: `room:${sub.room}`, target: id });
+        flash(`Replayed ${res.replayed} dead deliver${res.replayed === 1 ? 'y' : 'ies'}.`);
+      } catch (e) {
+        flash(`Could not replay: ${e.message}`, 'error');
+      }
+      paged = false;
+      await p.refresh();
+    };
+    return p;
+  }
+
   // ---- routing -----------------------------------------------------------
 
   const PAGES = {
@@ -777,6 +949,9 @@
     'dead-letters': { view: deadLetters, title: 'Dead letters', nav: 'dead-letters' },
     'outcome-events': { view: outcomeEvents, title: 'Outcome events', nav: 'outcome-events' },
     charts: { view: charts, title: 'Charts', nav: 'charts' },
+    rooms: { view: rooms, title: 'Rooms', nav: 'rooms' },
+    room: { view: room, title: 'Room', nav: 'rooms' },
+    subscription: { view: subscription, title: 'Subscription', nav: 'rooms' },
   };
   let current = null;
   let first = true;
@@ -792,6 +967,7 @@
     let name = parts[0] || 'overview';
     let arg;
     if (name === 'messages' && parts[1]) { name = 'message'; arg = parts.slice(1).join('/'); }
+    if ((name === 'rooms' || name === 'subscriptions') && parts[1]) { name = name === 'rooms' ? 'room' : 'subscription'; arg = parts.slice(1).join('/'); }
     if (!Object.hasOwn(PAGES, name)) name = 'overview';
     const page = PAGES[name];
     if (current) current.stop();
