@@ -198,15 +198,17 @@ func (o *outgoingResource) hashmapSegment(seg int) []byte {
 	return out
 }
 
+// conclude ends the transfer with status s: Sent is closed before Done, so
+// that whoever Done wakes finds Sent closed too.
 func (o *outgoingResource) conclude(s ResourceStatus) {
 	o.once.Do(func() {
 		o.link.mu.Lock()
 		o.status = s
 		delete(o.link.outgoing, o.hash)
 		o.link.mu.Unlock()
+		o.markSent()
 		close(o.done)
 	})
-	o.markSent()
 }
 
 // markSent records that every part went out (or that none will).
