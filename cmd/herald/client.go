@@ -229,6 +229,7 @@ func dlqCommand() *cobra.Command {
 	var lc, rc, pc clientFlags
 	var route, target, reason, before string
 	var rate float64
+	var yes bool
 	list := &cobra.Command{
 		Use: "ls", Short: "List dead letters", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -239,6 +240,9 @@ func dlqCommand() *cobra.Command {
 		Use: "replay", Short: "Replay dead letters at a bounded rate", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := client.ReplayFilter{Route: route, Target: target, Reason: reason}
+			if err := confirmBulk(cmd, "replay "+deadLettersOf(route, target, reason, ""), yes); err != nil {
+				return err
+			}
 			if rate > 0 {
 				f.RatePerS = rate
 			}
@@ -248,6 +252,9 @@ func dlqCommand() *cobra.Command {
 	purge := &cobra.Command{
 		Use: "purge", Short: "Delete dead letters", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := confirmBulk(cmd, "delete "+deadLettersOf(route, "", "", before), yes); err != nil {
+				return err
+			}
 			q := url.Values{}
 			if route != "" {
 				q.Set("route", route)
@@ -269,6 +276,31 @@ func dlqCommand() *cobra.Command {
 	replay.Flags().StringVar(&reason, "reason", "", "only dead letters whose last error contains this")
 	replay.Flags().Float64Var(&rate, "rate", 0, "at most this many per second")
 	purge.Flags().StringVar(&before, "before", "", "only those last updated before this RFC 3339 time")
+	for _, c := range []*cobra.Command{replay, purge} {
+		c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (needed without a terminal)")
+	}
 	dlq.AddCommand(list, replay, purge)
 	return dlq
+}
+
+// deadLettersOf describes the dead letters a bulk action's filter selects,
+// for its confirmation.
+func deadLettersOf(route, target, reason, before string) string {
+	var of []string
+	if route != "" {
+		of = append(of, "of route "+route)
+	}
+	if target != "" {
+		of = append(of, "to "+target)
+	}
+	if reason != "" {
+		of = append(of, fmt.Sprintf("whose error contains %q", reason))
+	}
+	if before != "" {
+		of = append(of, "last updated before "+before)
+	}
+	if len(of) == 0 {
+		return "every dead letter"
+	}
+	return "the dead letters " + strings.Join(of, ", ")
 }

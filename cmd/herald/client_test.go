@@ -91,10 +91,10 @@ func TestMessagesCLI(t *testing.T) {
 	if out := must("dlq", "ls", "--route", "fail"); !strings.Contains(out, a.ID) || !strings.Contains(out, b.ID) {
 		t.Errorf("dlq ls: %s", out)
 	}
-	if out := must("dlq", "replay", "--route", "fail", "--reason", "no such reason", "--rate", "5"); !strings.Contains(out, `"replayed": 0`) {
+	if out := must("dlq", "replay", "--route", "fail", "--reason", "no such reason", "--rate", "5", "--yes"); !strings.Contains(out, `"replayed": 0`) {
 		t.Errorf("dlq replay of nothing: %s", out)
 	}
-	if out := must("dlq", "replay", "--route", "fail", "--target", "no such target"); !strings.Contains(out, `"replayed": 0`) {
+	if out := must("dlq", "replay", "--route", "fail", "--target", "no such target", "-y"); !strings.Contains(out, `"replayed": 0`) {
 		t.Errorf("dlq replay of another target: %s", out)
 	}
 	// The answer is the message as read after the replay: the dispatcher
@@ -106,10 +106,16 @@ func TestMessagesCLI(t *testing.T) {
 	if out := must("get", a.ID); !strings.Contains(out, "replayed by user") {
 		t.Errorf("get after replay: no replay in the timeline: %s", out)
 	}
-	if out := must("dlq", "purge", "--route", "fail", "--before", "2000-01-01T00:00:00Z"); !strings.Contains(out, `"purged": 0`) {
+	if out := must("dlq", "purge", "--route", "fail", "--before", "2000-01-01T00:00:00Z", "--yes"); !strings.Contains(out, `"purged": 0`) {
 		t.Errorf("dlq purge --before 2000: %s", out)
 	}
-	if out := must("dlq", "purge", "--route", "fail"); !strings.Contains(out, `"purged": `) || strings.Contains(out, `"purged": 0`) {
+	if _, err := runCLI(t, base, "dlq", "purge", "--route", "fail"); err == nil || !strings.Contains(err.Error(), "refusing to delete the dead letters of route fail without --yes") {
+		t.Errorf("dlq purge without --yes nor a terminal: %v", err)
+	}
+	if _, err := runCLI(t, base, "dlq", "replay"); err == nil || !strings.Contains(err.Error(), "refusing to replay every dead letter without --yes") {
+		t.Errorf("dlq replay without --yes nor a terminal: %v", err)
+	}
+	if out := must("dlq", "purge", "--route", "fail", "--yes"); !strings.Contains(out, `"purged": `) || strings.Contains(out, `"purged": 0`) {
 		t.Errorf("dlq purge: %s", out)
 	}
 
