@@ -21,8 +21,8 @@ var messageTitles = []string{"ID", "STATUS", "ROUTE", "TARGET", "ATTEMPT", "UPDA
 
 // messageCells are a message's cells under messageTitles.
 func messageCells(m object) []string {
-	return []string{text(m.get("id")), text(m.get("status")), clip(text(m.get("route")), 16),
-		clip(text(m.get("target")), 24), attempts(m), text(m.get("updated_at"))}
+	return []string{text(m.get("id")), text(m.get("status")), clip(text(m.get("route")), 12),
+		clip(text(m.get("target")), 16), attempts(m), text(m.get("updated_at"))}
 }
 
 // attempts is "2/5": the sends started of the most allowed.
@@ -64,8 +64,8 @@ func renderDeadLetters(w io.Writer, answer any) {
 	row(w, "ID", "ROUTE", "TARGET", "UPDATED", "LAST ERROR")
 	for _, m := range msgs {
 		o, _ := m.(object)
-		row(w, text(o.get("id")), clip(text(o.get("route")), 16), clip(text(o.get("target")), 20),
-			text(o.get("updated_at")), clip(text(o.get("last_error")), 36))
+		row(w, text(o.get("id")), clip(text(o.get("route")), 12), clip(text(o.get("target")), 16),
+			text(o.get("updated_at")), clip(text(o.get("last_error")), 28))
 	}
 	nextCursor(w, page)
 }
@@ -215,9 +215,9 @@ func renderPulled(w io.Writer, answer any) {
 		}
 		data := "-"
 		if raw := o.get("data"); raw != nil {
-			data = clip(compact(raw), 20)
+			data = clip(compact(raw), 16)
 		}
-		row(w, text(o.get("lease_id")), text(o.get("id")), clip(typ, 24), text(o.get("attempt")), data)
+		row(w, text(o.get("lease_id")), text(o.get("id")), clip(typ, 16), text(o.get("attempt")), data)
 	}
 }
 
