@@ -211,6 +211,9 @@ func pullCommand() *cobra.Command {
 			"the leases this pull took.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(fl.output); err != nil {
+				return err
+			}
 			c, err := fl.client()
 			if err != nil {
 				return err
@@ -220,7 +223,7 @@ func pullCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := printJSON(cmd.OutOrStdout(), answer); err != nil || !ack {
+			if err := fl.write(cmd, answer, renderPulled); err != nil || !ack {
 				return err
 			}
 			var pulled struct {
@@ -236,7 +239,7 @@ func pullCommand() *cobra.Command {
 			if answer, err = call(cmd, c, http.MethodPost, path+"/ack", settleRequest{LeaseIDs: leaseIDs}); err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), answer)
+			return fl.write(cmd, answer, renderAny)
 		},
 	}
 	addClientFlags(cmd, &fl)
