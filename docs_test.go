@@ -175,3 +175,39 @@ func TestNothingCitesFilesUsersLack(t *testing.T) {
 		}
 	}
 }
+
+// repoPath is a path in a document that starts with a directory name:
+// docs/API.md, ui/assets/, cmd/herald.
+var repoPath = regexp.MustCompile(`(?:^|[^\w./:@-])([a-z][\w.-]*/[\w./-]*)`)
+
+// TestDocPathsExist fails when a Markdown document names a path of the
+// repository (one that starts with one of its top-level directories, in
+// its prose or its code) that the repository does not have.
+func TestDocPathsExist(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			top[e.Name()] = true
+		}
+	}
+	for _, doc := range repoFiles(t, ".md") {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range repoPath.FindAllStringSubmatch(string(b), -1) {
+			path := strings.TrimRight(m[1], "./")
+			first, _, _ := strings.Cut(path, "/")
+			if !top[first] {
+				continue
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s names %s, which the repository does not have", doc, m[1])
+			}
+		}
+	}
+}
