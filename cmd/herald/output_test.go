@@ -112,6 +112,7 @@ var outputCases = []struct {
 	{"lanes", []string{"lanes", "--route", "gw"}, "GET /v1/lanes?route=gw", lanesAnswer},
 	{"pull", []string{"pull", "sub-1"}, "POST /v1/subscriptions/sub-1/pull", pulledAnswer},
 	{"ack", []string{"ack", "sub-1", idB}, "POST /v1/subscriptions/sub-1/ack", `{"acked":1,"lost":[]}`},
+	{"events_none", []string{"events", "ls"}, "GET /v1/outcome-events?status=dead", `{"events":[],"next_cursor":""}`},
 }
 
 // TestTables checks the tables of the CLI against the golden files in
