@@ -211,7 +211,7 @@ func (c *Client) Replay(ctx context.Context, id string) (herald.MessageView, err
 
 // Explain says why the message is or is not moving (GET
 // /v1/messages/{id}/explain): lane_spacing, backoff, awaiting_carrier,
-// terminal and so on (see the README's explain reasons).
+// terminal and so on (see docs/CONFIG.md, "Lanes and admission").
 func (c *Client) Explain(ctx context.Context, id string) (herald.Explanation, error) {
 	var x herald.Explanation
 	if _, err := c.call(ctx, call{method: http.MethodGet, path: messagePath(id, "/explain"), out: &x, retry: true}); err != nil {
