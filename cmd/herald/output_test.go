@@ -120,15 +120,21 @@ var outputCases = []struct {
 	{"events_none", []string{"events", "ls"}, "GET /v1/outcome-events?status=dead", `{"events":[],"next_cursor":""}`},
 }
 
-// TestTables checks the tables of the CLI against the golden files in
-// testdata (go test -run TestTables -update rewrites them): ls, get (with
-// the carrier's answers on the timeline), stats, and the other commands.
-func TestTables(t *testing.T) {
+// outputServer is a server answering the requests of outputCases.
+func outputServer(t *testing.T) string {
 	answers := map[string]string{}
 	for _, c := range outputCases {
 		answers[c.request] = c.answer
 	}
 	base, _ := cannedServer(t, answers)
+	return base
+}
+
+// TestTables checks the tables of the CLI against the golden files in
+// testdata (go test -run TestTables -update rewrites them): ls, get (with
+// the carrier's answers on the timeline), stats, and the other commands.
+func TestTables(t *testing.T) {
+	base := outputServer(t)
 	for _, c := range outputCases {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := cliOutput(t, base, c.args...)
@@ -163,11 +169,7 @@ func TestTables(t *testing.T) {
 // TestOutputJSONAndYAML: -o json prints the server's answer (the same
 // JSON), -o yaml a YAML document of the same values.
 func TestOutputJSONAndYAML(t *testing.T) {
-	answers := map[string]string{}
-	for _, c := range outputCases {
-		answers[c.request] = c.answer
-	}
-	base, _ := cannedServer(t, answers)
+	base := outputServer(t)
 	for _, c := range outputCases {
 		if c.answer == "" { // a 204: nothing to print
 			for _, format := range []string{"json", "yaml"} {
