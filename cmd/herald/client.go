@@ -69,6 +69,18 @@ func (f *clientFlags) show(cmd *cobra.Command, method, path string, in any, tabl
 	return f.write(cmd, answer, table)
 }
 
+// deleted sends a DELETE of path, whose answer is empty (204), and says
+// in a table's stead that what is gone.
+func (f *clientFlags) deleted(cmd *cobra.Command, path, what string) error {
+	if err := f.print(cmd, http.MethodDelete, path, nil); err != nil {
+		return err
+	}
+	if f.output == formatTable {
+		fmt.Fprintln(cmd.OutOrStdout(), what+" deleted")
+	}
+	return nil
+}
+
 // write prints answer in the format of -o, with table for a table.
 func (f *clientFlags) write(cmd *cobra.Command, answer json.RawMessage, table render) error {
 	return writeAnswer(cmd.OutOrStdout(), f.output, answer, table)

@@ -306,6 +306,10 @@ func renderAny(w io.Writer, answer any) {
 // renderObject writes o's fields as key and value lines (next_cursor
 // last), then each list of objects it holds as a table.
 func renderObject(w io.Writer, o object) {
+	if key, ok := emptyPage(o); ok {
+		fmt.Fprintln(w, "no "+strings.ReplaceAll(key, "_", " "))
+		return
+	}
 	var lists []field
 	for _, f := range o {
 		if isList(f.value) {
@@ -326,6 +330,25 @@ func renderObject(w io.Writer, o object) {
 		renderList(w, l.value.([]any))
 	}
 	nextCursor(w, o)
+}
+
+// emptyPage returns the key of o's list when o is a page of a list (the
+// list and, maybe, next_cursor) with nothing in it.
+func emptyPage(o object) (string, bool) {
+	for _, f := range o {
+		if f.key == "next_cursor" {
+			continue
+		}
+		if a, ok := f.value.([]any); !ok || len(a) > 0 || isIDKey(f.key) || len(o) > 2 {
+			return "", false
+		}
+	}
+	for _, f := range o {
+		if f.key != "next_cursor" {
+			return f.key, true
+		}
+	}
+	return "", false
 }
 
 // valueText is the value of a key and value line, on one line: a long

@@ -110,7 +110,7 @@ func roomsCommand() *cobra.Command {
 	rm := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a room with its subscriptions; their pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return rc.print(cmd, http.MethodDelete, "/v1/rooms/"+url.PathEscape(args[0]), nil)
+			return rc.deleted(cmd, "/v1/rooms/"+url.PathEscape(args[0]), "room "+args[0])
 		},
 	}
 	for _, c := range []struct {
@@ -158,7 +158,7 @@ func subsCommand() *cobra.Command {
 	rm := &cobra.Command{
 		Use: "rm ID", Short: "Delete a subscription; its pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return rc.print(cmd, http.MethodDelete, "/v1/subscriptions/"+url.PathEscape(args[0]), nil)
+			return rc.deleted(cmd, "/v1/subscriptions/"+url.PathEscape(args[0]), "subscription "+args[0])
 		},
 	}
 	for _, c := range []struct {

@@ -37,37 +37,36 @@ func renderMessageRow(w io.Writer, m object) {
 	row(w, messageCells(m)...)
 }
 
-// renderMessages writes a page of messages, then how to ask for the next.
-func renderMessages(w io.Writer, answer any) {
+// renderRows writes the list under key of the answer as a table of
+// titles, each item's cells, then how to ask for the next page; none
+// when the list is empty.
+func renderRows(w io.Writer, answer any, key, none string, titles []string, cells func(object) []string) {
 	page, _ := answer.(object)
-	msgs, _ := page.get("messages").([]any)
-	if len(msgs) == 0 {
-		fmt.Fprintln(w, "no messages")
+	items, _ := page.get(key).([]any)
+	if len(items) == 0 {
+		fmt.Fprintln(w, none)
 		return
 	}
-	row(w, messageTitles...)
-	for _, m := range msgs {
-		o, _ := m.(object)
-		row(w, messageCells(o)...)
+	row(w, titles...)
+	for _, it := range items {
+		o, _ := it.(object)
+		row(w, cells(o)...)
 	}
 	nextCursor(w, page)
 }
 
+// renderMessages writes a page of messages.
+func renderMessages(w io.Writer, answer any) {
+	renderRows(w, answer, "messages", "no messages", messageTitles, messageCells)
+}
+
 // renderDeadLetters writes a page of dead letters with their last error.
 func renderDeadLetters(w io.Writer, answer any) {
-	page, _ := answer.(object)
-	msgs, _ := page.get("messages").([]any)
-	if len(msgs) == 0 {
-		fmt.Fprintln(w, "no dead letters")
-		return
-	}
-	row(w, "ID", "ROUTE", "TARGET", "UPDATED", "LAST ERROR")
-	for _, m := range msgs {
-		o, _ := m.(object)
-		row(w, text(o.get("id")), clip(text(o.get("route")), 12), clip(text(o.get("target")), 16),
-			text(o.get("updated_at")), clip(text(o.get("last_error")), 28))
-	}
-	nextCursor(w, page)
+	renderRows(w, answer, "messages", "no dead letters", []string{"ID", "ROUTE", "TARGET", "UPDATED", "LAST ERROR"},
+		func(o object) []string {
+			return []string{text(o.get("id")), clip(text(o.get("route")), 12), clip(text(o.get("target")), 16),
+				text(o.get("updated_at")), clip(text(o.get("last_error")), 28)}
+		})
 }
 
 // renderMessage writes a message's fields, one a line, then its timeline
@@ -200,25 +199,18 @@ func renderHealth(w io.Writer, answer any) {
 // renderPulled writes the deliveries a pull leased: the lease id that
 // ack and nack take, first.
 func renderPulled(w io.Writer, answer any) {
-	p, _ := answer.(object)
-	ds, _ := p.get("deliveries").([]any)
-	if len(ds) == 0 {
-		fmt.Fprintln(w, "no deliveries waiting")
-		return
-	}
-	row(w, "LEASE ID", "ID", "TYPE", "ATTEMPT", "DATA")
-	for _, d := range ds {
-		o, _ := d.(object)
-		typ := text(o.get("type"))
-		if v := str(o.get("version")); v != "" {
-			typ += ":" + v
-		}
-		data := "-"
-		if raw := o.get("data"); raw != nil {
-			data = clip(compact(raw), 16)
-		}
-		row(w, text(o.get("lease_id")), text(o.get("id")), clip(typ, 16), text(o.get("attempt")), data)
-	}
+	renderRows(w, answer, "deliveries", "no deliveries waiting", []string{"LEASE ID", "ID", "TYPE", "ATTEMPT", "DATA"},
+		func(o object) []string {
+			typ := text(o.get("type"))
+			if v := str(o.get("version")); v != "" {
+				typ += ":" + v
+			}
+			data := "-"
+			if raw := o.get("data"); raw != nil {
+				data = clip(compact(raw), 16)
+			}
+			return []string{text(o.get("lease_id")), text(o.get("id")), clip(typ, 16), text(o.get("attempt")), data}
+		})
 }
 
 // compact returns v as JSON on one line.
