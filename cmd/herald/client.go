@@ -93,7 +93,7 @@ func pathWithQuery(path string, q url.Values) string {
 
 func clientCommands() []*cobra.Command {
 	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand(), eventsCommand(),
-		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand()}
+		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand(), routesCommand(), lanesCommand()}
 }
 
 func sendCommand() *cobra.Command {
@@ -225,7 +225,7 @@ func idCommand(verb, short string) *cobra.Command {
 }
 
 func dlqCommand() *cobra.Command {
-	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters"}
+	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters; fail an orphaned route's messages"}
 	var lc, rc, pc clientFlags
 	var route, target, reason, before string
 	var rate float64
@@ -279,7 +279,7 @@ func dlqCommand() *cobra.Command {
 	for _, c := range []*cobra.Command{replay, purge} {
 		c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (needed without a terminal)")
 	}
-	dlq.AddCommand(list, replay, purge)
+	dlq.AddCommand(list, replay, purge, failOrphansCommand())
 	return dlq
 }
 
