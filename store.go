@@ -137,6 +137,21 @@ type Store interface {
 	// ActiveRoutes returns the routes that have messages not yet terminal.
 	ActiveRoutes(ctx context.Context) ([]string, error)
 
+	// PauseLane keeps p, an operator's pause of a lane or (p.Lane empty)
+	// of a whole route, in place of the pause of the same route and lane
+	// it keeps, if any. The store only keeps it: the engine names the
+	// paused lanes in Claim.Hold.
+	PauseLane(ctx context.Context, p LanePause) error
+
+	// ResumeLane deletes the operator's pause of route and lane (lane
+	// empty: the pause of the whole route), and reports whether there was
+	// one.
+	ResumeLane(ctx context.Context, route, lane string) (bool, error)
+
+	// LanePauses returns the operator's pauses kept, by route, then lane,
+	// ended ones (Until before now) included.
+	LanePauses(ctx context.Context) ([]LanePause, error)
+
 	// Counts returns the number of messages by tenant, route and status.
 	Counts(ctx context.Context) ([]Count, error)
 
@@ -305,6 +320,33 @@ type Claim struct {
 	// lane's next message is claimed while its last answer is on its way
 	// to the store.
 	KeptSent map[LaneRef]int
+	// Hold names routes (Lane empty) and lanes whose messages the claim
+	// leaves QUEUED: an operator's pauses and the routes missing from the
+	// configuration. Empty in the usual case, where it costs the claim
+	// nothing; otherwise every claim passes over the held messages.
+	Hold []LaneRef
+}
+
+// Holds reports whether c.Hold names route, or lane of route.
+func (c Claim) Holds(route, lane string) bool {
+	for _, h := range c.Hold {
+		if h.Route == route && (h.Lane == "" || h.Lane == lane) {
+			return true
+		}
+	}
+	return false
+}
+
+// LanePause is an operator's pause of a lane, or of a whole route when
+// Lane is empty: its messages are not claimed until Until (zero: until
+// resumed).
+type LanePause struct {
+	Route, Lane string
+	Until       time.Time
+	Reason      string
+	// Tenant is the tenant of the key that paused it; At is when.
+	Tenant string
+	At     time.Time
 }
 
 // KeptBound returns how many messages of lane l, of a route with

@@ -122,7 +122,7 @@ func pathWithQuery(path string, q url.Values) string {
 func clientCommands() []*cobra.Command {
 	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand(), eventsCommand(),
 		lanesCommand(), statsCommand(), healthCommand(),
-		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand()}
+		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand(), routesCommand()}
 }
 
 func sendCommand() *cobra.Command {
@@ -254,7 +254,7 @@ func idCommand(verb, short string) *cobra.Command {
 }
 
 func dlqCommand() *cobra.Command {
-	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters"}
+	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters; fail an orphaned route's messages"}
 	var lc, rc, pc clientFlags
 	var route, target, reason, before, cursor string
 	var rate float64
@@ -320,7 +320,7 @@ func dlqCommand() *cobra.Command {
 	for _, c := range []*cobra.Command{replay, purge} {
 		c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (needed without a terminal)")
 	}
-	dlq.AddCommand(list, replay, purge)
+	dlq.AddCommand(list, replay, purge, failOrphansCommand())
 	return dlq
 }
 
