@@ -169,6 +169,11 @@ type Explanation struct {
 	Detail      string     `json:"detail"`
 	Until       *time.Time `json:"until"`
 	BlockingIDs []string   `json:"blocking_ids"`
+	// ReplayHelps says, of a DELIVERY_FAILED or CANCELLED message
+	// (reason terminal), whether a replay can deliver it; the detail
+	// says why it ended and why a replay can help or not. Absent
+	// otherwise.
+	ReplayHelps *bool `json:"replay_helps,omitempty"`
 }
 
 // Explain says why tenant's message id is or is not moving.
@@ -181,7 +186,10 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 	x := Explanation{ID: m.ID, Status: m.Status, BlockingIDs: []string{}}
 	switch {
 	case m.Status.Terminal():
-		x.Reason, x.Detail = "terminal", fmt.Sprintf("the message ended %s", m.Status)
+		e.explainEnd(&x, m)
+	case scheduled(m, now):
+		x.Reason, x.Until = "scheduled", utcPtr(m.DueAt)
+		x.Detail = fmt.Sprintf("scheduled: not sent before %s (in %s)", m.DueAt.UTC().Format(time.RFC3339), m.DueAt.Sub(now).Round(time.Millisecond))
 	case m.Status.Waiting():
 		if r := e.routes[m.Route]; r != nil && r.Policy.Admission.Ordered {
 			first, err := e.store.FirstActive(ctx, m.Route, m.Target)
