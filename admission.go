@@ -156,6 +156,9 @@ type LaneState struct {
 	// message is out).
 	PausedUntil time.Time
 	PauseReason string
+	// Operator is the operator's pause of the lane or of its route, which
+	// Engine.Lanes fills in (a store leaves it nil).
+	Operator *LanePause
 	// Circuit is the lane's circuit breaker: "" closed, "open" or
 	// "probing"; Failures counts the transient failures in a row.
 	Circuit  string

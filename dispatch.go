@@ -257,6 +257,7 @@ func (e *Engine) claimMessages(ctx context.Context, limit, gated int, kept keptB
 		AcceptTimeouts: e.acceptTimeouts,
 		DefaultAccept:  e.defaultAccept,
 		GatedLimit:     gated,
+		Hold:           e.holdList(),
 		Node:           e.node,
 		KeptAhead:      kept.ahead,
 		KeptSent:       kept.sent,
@@ -410,8 +411,10 @@ func (e *Engine) startSend(m *Message) {
 // deadline). outcome is what the answer tells the lane's circuit breaker.
 func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, outcome sendOutcome) {
 	r, known := e.route(m.Route)
-	if !known {
-		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "route removed", LastError: "route removed from the configuration"}, true, outcomeOther
+	if !known { // another node's message: held from now on, its attempt undone
+		e.orphaned(m)
+		return Transition{From: m.Status, To: StatusToRetry, Lease: m.Lease, DueAt: e.clock.Now(), Reason: "route missing",
+			UndoAttempt: true}, true, outcomeOther
 	}
 	if !m.ExpiresAt.IsZero() && !e.clock.Now().Before(m.ExpiresAt) {
 		return Transition{From: m.Status, To: StatusDeliveryFailed, Lease: m.Lease, Reason: "expired",

@@ -403,40 +403,6 @@ func TestCancelReplayCoalesceIdempotency(t *testing.T) {
 	}
 }
 
-func TestStartupDrainFailsMessagesOfRemovedRoutes(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "herald.db")
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
-	fc := clock.NewFake(t0)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, _ := herald.New(herald.Config{Store: st, Clock: fc, Logger: quiet, Routes: []herald.Route{
-		{Name: "old", Carrier: &scripted{}, Policy: p}, {Name: "kept", Carrier: &scripted{}, Policy: p}}})
-	m, _, _ := eng.Send(context.Background(), "acme", herald.SendRequest{Route: "old", Target: "1", Text: "x"})
-	k, _, _ := eng.Send(context.Background(), "acme", herald.SendRequest{Route: "kept", Target: "1", Text: "x"})
-	st.Close()
-
-	st, err = sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	eng, _ = herald.New(herald.Config{Store: st, Clock: fc, Logger: quiet, Routes: []herald.Route{{Name: "kept", Carrier: &scripted{}, Policy: p}}})
-	if err := eng.Drain(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := eng.Get(context.Background(), "acme", m.ID)
-	if got.Status != herald.StatusDeliveryFailed || got.Timeline[len(got.Timeline)-1].Reason != "route removed" {
-		t.Fatalf("message of a removed route: %s", got.Status)
-	}
-	if got, _ := eng.Get(context.Background(), "acme", k.ID); got.Status != herald.StatusQueued {
-		t.Fatalf("message of a kept route: %s", got.Status)
-	}
-}
-
 // recordingSink is an EventSink that fails its first n deliveries.
 type recordingSink struct {
 	mu     sync.Mutex

@@ -48,6 +48,9 @@ func (e *Engine) Lanes(ctx context.Context, q LaneQuery) ([]LaneState, error) {
 	now := e.clock.Now()
 	for i := range lanes {
 		asOf(&lanes[i], now)
+		if p, ok := e.operatorPause(lanes[i].Route, lanes[i].Lane, now); ok {
+			lanes[i].Operator = &p
+		}
 	}
 	return lanes, nil
 }

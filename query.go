@@ -187,10 +187,17 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 	switch {
 	case m.Status.Terminal():
 		e.explainEnd(&x, m)
+	case m.Status.Waiting() && e.isOrphan(m.Route):
+		x.Reason = "route_missing"
+		x.Detail = fmt.Sprintf("route %s is not in the configuration: the message waits until a configuration with the route is loaded (herald dlq fail-orphans --route %s fails it)", m.Route, m.Route)
 	case scheduled(m, now):
 		x.Reason, x.Until = "scheduled", utcPtr(m.DueAt)
 		x.Detail = fmt.Sprintf("scheduled: not sent before %s (in %s)", m.DueAt.UTC().Format(time.RFC3339), m.DueAt.Sub(now).Round(time.Millisecond))
 	case m.Status.Waiting():
+		if p, ok := e.operatorPause(m.Route, m.Lane, now); ok {
+			x.Reason, x.Until, x.Detail = "lane_paused", utcOrNil(p.Until), operatorDetail(p)
+			return x, nil
+		}
 		if r := e.routes[m.Route]; r != nil && r.Policy.Admission.Ordered {
 			first, err := e.store.FirstActive(ctx, m.Route, m.Target)
 			if err != nil {
@@ -248,6 +255,24 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 		x.Detail = fmt.Sprintf("%s: waiting for the carrier until the stage deadline", m.Status)
 	}
 	return x, nil
+}
+
+// operatorDetail is explain's detail of a message held by p.
+func operatorDetail(p LanePause) string {
+	what := fmt.Sprintf("lane %q of route %s", p.Lane, p.Route)
+	if p.Lane == "" {
+		what = "route " + p.Route
+	}
+	d := what + " is paused by an operator"
+	if p.Reason != "" {
+		d += ": " + p.Reason
+	}
+	if !p.Until.IsZero() {
+		d += " (until " + p.Until.UTC().Format(time.RFC3339) + ")"
+	} else {
+		d += " (until resumed)"
+	}
+	return d
 }
 
 // ownIDs returns those of ids that are messages of tenant, in order.

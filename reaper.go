@@ -24,6 +24,7 @@ func (e *Engine) reapLoop(ctx context.Context) {
 	failures := 0
 	for {
 		wait := e.cfg.ReapInterval
+		e.refreshHoldsEvery(ctx)
 		if err := e.reap(ctx); err != nil && ctx.Err() == nil {
 			failures++
 			e.problem("store_error", "reaper", "err", err)
@@ -85,6 +86,9 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 	if m.Status.InFlight() {
 		lease = m.Lease
 	}
+	if e.isOrphan(m.Route) {
+		return // held where it is until its route is back (findOrphans)
+	}
 	if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
 		lastErr := "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)
 		if e.awaitingTask(m) {
@@ -94,12 +98,7 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 			Reason: "expired", LastError: lastErr})
 		return
 	}
-	r, ok := e.route(m.Route)
-	if !ok {
-		e.record(ctx, m, Transition{From: m.Status, To: StatusDeliveryFailed, Lease: lease, At: now,
-			Reason: "route removed", LastError: "route removed from the configuration"})
-		return
-	}
+	r, _ := e.route(m.Route)
 	deadlinePassed := !m.Deadline.IsZero() && !now.Before(m.Deadline)
 	switch m.Status {
 	case StatusSentToNS:
@@ -169,59 +168,21 @@ func (e *Engine) awaitingTask(m *Message) bool {
 	return ok && m.Status == StatusDeliveredToNS && r.Carrier.Path() == PathPull
 }
 
-// Drain is the startup drain: it fails the messages of routes that are no
-// longer configured and reaps what became overdue while herald was down,
-// within the DrainBudget. What the budget leaves is handled by the loops.
+// Drain is the startup drain: it holds the messages of routes that are
+// not configured (findOrphans) and reaps what became overdue while herald
+// was down, within the DrainBudget. What the budget leaves is handled by
+// the loops.
 func (e *Engine) Drain(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.DrainBudget)
 	defer cancel()
-	routes, err := e.store.ActiveRoutes(ctx)
-	if err != nil {
+	if err := e.findOrphans(ctx); err != nil {
 		return err
 	}
-	for _, name := range routes {
-		if _, ok := e.route(name); !ok {
-			n, err := e.failRoute(ctx, name)
-			if err != nil {
-				return err
-			}
-			e.log.Warn("route removed: its messages failed", "route", name, "messages", n)
-		}
+	if err := e.refreshHolds(ctx); err != nil {
+		return err
 	}
 	if err := e.reap(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return nil
-}
-
-// failRoute fails every active message of a route that is not configured.
-func (e *Engine) failRoute(ctx context.Context, name string) (int, error) {
-	n := 0
-	for _, st := range Statuses {
-		if st.Terminal() {
-			continue
-		}
-		for {
-			msgs, _, err := e.store.List(ctx, Query{Route: name, Status: st, Limit: 500})
-			if err != nil {
-				return n, err
-			}
-			moved := 0
-			for _, m := range msgs {
-				lease := int64(0)
-				if st.InFlight() {
-					lease = m.Lease
-				}
-				if e.apply(ctx, m, Transition{From: st, To: StatusDeliveryFailed, Lease: lease,
-					Reason: "route removed", LastError: "route " + name + " removed from the configuration"}) == nil {
-					moved++
-				}
-			}
-			n += moved
-			if len(msgs) < 500 || moved == 0 || ctx.Err() != nil {
-				break
-			}
-		}
-	}
-	return n, ctx.Err()
 }

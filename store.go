@@ -137,6 +137,21 @@ type Store interface {
 	// ActiveRoutes returns the routes that have messages not yet terminal.
 	ActiveRoutes(ctx context.Context) ([]string, error)
 
+	// PauseLane keeps p, an operator's pause of a lane or (p.Lane empty)
+	// of a whole route, in place of the pause of the same route and lane
+	// it keeps, if any. The store only keeps it: the engine names the
+	// paused lanes in Claim.Hold.
+	PauseLane(ctx context.Context, p LanePause) error
+
+	// ResumeLane deletes the operator's pause of route and lane (lane
+	// empty: the pause of the whole route), and reports whether there was
+	// one.
+	ResumeLane(ctx context.Context, route, lane string) (bool, error)
+
+	// LanePauses returns the operator's pauses kept, by route, then lane,
+	// ended ones (Until before now) included.
+	LanePauses(ctx context.Context) ([]LanePause, error)
+
 	// Counts returns the number of messages by tenant, route and status.
 	Counts(ctx context.Context) ([]Count, error)
 
@@ -305,6 +320,33 @@ type Claim struct {
 	// lane's next message is claimed while its last answer is on its way
 	// to the store.
 	KeptSent map[LaneRef]int
+	// Hold names routes (Lane empty) and lanes whose messages the claim
+	// leaves QUEUED: an operator's pauses and the routes missing from the
+	// configuration. Empty in the usual case, where it costs the claim
+	// nothing; otherwise every claim passes over the held messages.
+	Hold []LaneRef
+}
+
+// Holds reports whether c.Hold names route, or lane of route.
+func (c Claim) Holds(route, lane string) bool {
+	for _, h := range c.Hold {
+		if h.Route == route && (h.Lane == "" || h.Lane == lane) {
+			return true
+		}
+	}
+	return false
+}
+
+// LanePause is an operator's pause of a lane, or of a whole route when
+// Lane is empty: its messages are not claimed until Until (zero: until
+// resumed).
+type LanePause struct {
+	Route, Lane string
+	Until       time.Time
+	Reason      string
+	// Tenant is the tenant of the key that paused it; At is when.
+	Tenant string
+	At     time.Time
 }
 
 // KeptBound returns how many messages of lane l, of a route with
@@ -371,12 +413,30 @@ type Query struct {
 	CorrelationID string
 	// Target, when not empty, matches the message's Target exactly.
 	Target string
+	// IDPrefix, when not empty, keeps the messages whose id starts with
+	// it (a person's shortened id): stores walk the range of ids
+	// IDPrefixRange gives, not every message.
+	IDPrefix string
 	// Reason, with Status DELIVERY_FAILED, matches LastError by substring.
 	Reason string
 	// Since and Until bound UpdatedAt (inclusive, exclusive) when non-zero.
 	Since, Until time.Time
 	Limit        int    // defaults to 100
 	Cursor       string // from the previous page
+}
+
+// IDPrefixRange returns the ids that start with prefix as a range of the
+// ids' byte order: lo <= id < hi. hi is "" when no id is above the range
+// (a prefix of 0xff bytes only).
+func IDPrefixRange(prefix string) (lo, hi string) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return prefix, string(b[:i+1])
+		}
+	}
+	return prefix, ""
 }
 
 // LaneQuery selects the lanes of Store.Lanes and Engine.Lanes.

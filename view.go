@@ -160,12 +160,20 @@ type LaneView struct {
 	// NextAt is when the lane's spacing lets its next message go; null
 	// when one may go now.
 	NextAt *time.Time `json:"next_at"`
+	// OperatorPause is the operator's pause of the lane, or of its whole
+	// route; null when none.
+	OperatorPause *PauseView `json:"operator_pause"`
 }
 
 // View returns the shape of l that users read.
 func (l LaneState) View() LaneView {
-	return LaneView{Route: l.Route, Lane: l.Lane, Queued: l.Queued, InFlight: len(l.InFlight),
+	v := LaneView{Route: l.Route, Lane: l.Lane, Queued: l.Queued, InFlight: len(l.InFlight),
 		PausedUntil: utcOrNil(l.PausedUntil), PauseReason: l.PauseReason, NextAt: utcOrNil(l.NextAt)}
+	if l.Operator != nil {
+		p := l.Operator.View()
+		v.OperatorPause = &p
+	}
+	return v
 }
 
 // utcOrNil is t in UTC, or nil (JSON null) when t is zero.

@@ -94,13 +94,27 @@ func wantAPIError(t *testing.T, err error, status int, code string) *client.Erro
 }
 
 func TestNewRefusesABadURL(t *testing.T) {
-	for _, u := range []string{"", "127.0.0.1:8080", "ftp://host", "http://", "http://host/?a=b", "http://host/#x"} {
+	for _, u := range []string{"", "host name:8080", "ftp://host", "http://", "http://host/?a=b", "http://host/#x"} {
 		if _, err := client.New(client.Config{URL: u}); err == nil {
 			t.Errorf("New(%q): no error", u)
 		}
 	}
 	if _, err := client.New(client.Config{URL: "http://127.0.0.1:8080/prefix/"}); err != nil {
 		t.Errorf("New with a path: %v", err)
+	}
+}
+
+// TestURLWithoutScheme: an address without a scheme is taken as http.
+func TestURLWithoutScheme(t *testing.T) {
+	s := newServer(t, nil)
+	c := newClient(t, strings.TrimPrefix(s.URL, "http://"), keyAcme)
+	if _, err := c.List(testCtx(t), client.ListFilter{}); err != nil {
+		t.Fatalf("List through %s without its scheme: %v", s.URL, err)
+	}
+	for _, u := range []string{"localhost:8080", "herald.internal"} {
+		if _, err := client.New(client.Config{URL: u}); err != nil {
+			t.Errorf("New(%q): %v", u, err)
+		}
 	}
 }
 
@@ -629,4 +643,38 @@ func TestDeadOutcomeEvents(t *testing.T) {
 	}
 	_, err = c.ReplayEvents(ctx, client.EventReplay{IDs: []string{e.ID}, Subscriber: "gone"})
 	wantAPIError(t, err, http.StatusBadRequest, client.CodeInvalidField)
+}
+
+func TestPausesRoutesAndOrphans(t *testing.T) {
+	s := newServer(t, nil)
+	c := newClient(t, s.URL, keyAcme)
+	ctx := testCtx(t)
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	p, err := c.PauseLane(ctx, client.Pause{Route: routeHooks, Lane: "a", Until: until, Reason: "maintenance"})
+	if err != nil || p.Route != routeHooks || p.Lane != "a" || p.Until == nil || !p.Until.Equal(until) || p.Reason != "maintenance" {
+		t.Fatalf("PauseLane = %+v, %v", p, err)
+	}
+	held := send(t, c, client.SendRequest{Route: routeHooks, Lane: "a", Text: "x"})
+	if x, err := c.Explain(ctx, held.ID); err != nil || x.Reason != "lane_paused" {
+		t.Errorf("explain of a paused lane's message = %+v, %v", x, err)
+	}
+	if ps, err := c.LanePauses(ctx, ""); err != nil || len(ps) != 1 {
+		t.Errorf("LanePauses = %+v, %v; want the one", ps, err)
+	}
+	if ok, err := c.ResumeLane(ctx, routeHooks, "a"); err != nil || !ok {
+		t.Errorf("ResumeLane = %v, %v", ok, err)
+	}
+	waitFor(t, c, held.ID, herald.StatusDeliverySuccessful)
+	_, err = c.PauseLane(ctx, client.Pause{Route: "nowhere"})
+	wantAPIError(t, err, http.StatusBadRequest, client.CodeUnknownRoute)
+
+	v, err := c.Routes(ctx)
+	if err != nil || len(v.Routes) == 0 || len(v.Orphaned) != 0 {
+		t.Errorf("Routes = %+v, %v", v, err)
+	}
+	_, err = c.FailOrphans(ctx, routeHooks)
+	wantAPIError(t, err, http.StatusConflict, client.CodeRouteConfigured)
+	if n, err := c.FailOrphans(ctx, "gone"); err != nil || n != 0 {
+		t.Errorf("FailOrphans of a route with none = %d, %v", n, err)
+	}
 }

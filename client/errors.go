@@ -47,6 +47,9 @@ const (
 	// CodeConflict: the room's subscriptions kept changing under a
 	// publish; try again (409).
 	CodeConflict = "conflict"
+	// CodeRouteConfigured (409): FailOrphans was asked to fail the
+	// messages of a route that is in the configuration.
+	CodeRouteConfigured = "route_configured"
 	// CodeStoreUnavailable: the server's store did not answer; try again (503).
 	CodeStoreUnavailable = "store_unavailable"
 	// CodeInternal: the server failed (500).

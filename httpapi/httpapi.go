@@ -115,6 +115,7 @@ var routes = []route{
 	{"GET", "/v1/dead-letters", (*api).deadLetters},
 	{"POST", "/v1/dead-letters/replay", (*api).replayDeadLetters},
 	{"DELETE", "/v1/dead-letters", (*api).purgeDeadLetters},
+	{"POST", "/v1/dead-letters/fail-orphans", (*api).failOrphans},
 
 	{"GET", "/v1/outcome-events", (*api).outcomeEvents},
 	{"POST", "/v1/outcome-events/replay", (*api).replayOutcomeEvents},
@@ -136,6 +137,9 @@ var routes = []route{
 	{"GET", "/v1/health", (*api).health},
 	{"GET", "/v1/stats", (*api).stats},
 	{"GET", "/v1/lanes", (*api).lanes},
+	{"POST", "/v1/lanes/pause", (*api).pauseLane},
+	{"POST", "/v1/lanes/resume", (*api).resumeLane},
+	{"GET", "/v1/routes", (*api).routesList},
 	{"GET", "/v1/activity", (*api).activity},
 	{"GET", "/healthz", (*api).healthz},
 	{"GET", "/readyz", (*api).readyz},

@@ -10,6 +10,9 @@ import (
 // lanesBody is the answer of GET /v1/lanes.
 type lanesBody struct {
 	Lanes []herald.LaneView `json:"lanes"`
+	// Pauses are the operator's pauses in force, of every route (gated or
+	// not) and lane: shared by every tenant.
+	Pauses []herald.PauseView `json:"pauses"`
 }
 
 // lanes handles GET /v1/lanes?route=&limit=: the busiest lanes of the
@@ -32,9 +35,14 @@ func (a *api) lanes(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	body := lanesBody{Lanes: make([]herald.LaneView, 0, len(lanes))}
+	body := lanesBody{Lanes: make([]herald.LaneView, 0, len(lanes)), Pauses: []herald.PauseView{}}
 	for _, l := range lanes {
 		body.Lanes = append(body.Lanes, l.View())
+	}
+	for _, p := range a.engine.LanePauses() {
+		if route := r.URL.Query().Get("route"); route == "" || p.Route == route {
+			body.Pauses = append(body.Pauses, p.View())
+		}
 	}
 	writeJSON(w, http.StatusOK, body)
 }

@@ -48,8 +48,8 @@ func TestLanes(t *testing.T) {
 			if paused := l["paused_until"] != nil; paused != w.paused || (l["pause_reason"] == "backpressure") != w.paused {
 				t.Errorf("lanes of %s [%d] = %v, paused %v", key, i, l, w.paused)
 			}
-			if _, ok := l["next_at"]; !ok || len(l) != 7 {
-				t.Errorf("lanes of %s [%d] = %v, want route, lane, queued, in_flight, paused_until, pause_reason, next_at", key, i, l)
+			if _, ok := l["operator_pause"]; !ok || len(l) != 8 {
+				t.Errorf("lanes of %s [%d] = %v, want route, lane, queued, in_flight, paused_until, pause_reason, next_at, operator_pause", key, i, l)
 			}
 		}
 		return rec
@@ -63,7 +63,7 @@ func TestLanes(t *testing.T) {
 	if len(top) != 1 || top[0].Lane != "gateway-2" {
 		t.Errorf("top lane of gw = %+v, want gateway-2", top)
 	}
-	if rec := f.do("GET", "/v1/lanes?route=hooks", keyA, ""); rec.Code != http.StatusOK || rec.Body.String() != `{"lanes":[]}`+"\n" {
+	if rec := f.do("GET", "/v1/lanes?route=hooks", keyA, ""); rec.Code != http.StatusOK || rec.Body.String() != `{"lanes":[],"pauses":[]}`+"\n" {
 		t.Errorf("lanes of an ungated route: %d %s, want an empty list", rec.Code, rec.Body)
 	}
 	wantError(t, f.do("GET", "/v1/lanes?route=nope", keyA, ""), http.StatusBadRequest, codeUnknownRoute)

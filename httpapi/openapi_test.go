@@ -337,6 +337,15 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	call("GET", "/v1/health", keyA, "", 200)
 	call("GET", "/v1/lanes?route=gw&limit=5", keyA, "", 200)
 	call("GET", "/v1/activity", keyA, "", 200)
+	call("GET", "/v1/routes", keyA, "", 200)
+
+	// Operations.
+	call("POST", "/v1/lanes/pause", keyA, `{"route":"gw","lane":"gateway-9","until":"2040-01-01T00:00:00Z","reason":"maintenance"}`, 200)
+	call("POST", "/v1/lanes/pause", keyA, `{"lane":"gateway-9"}`, 400)
+	call("GET", "/v1/lanes?route=gw", keyA, "", 200)
+	call("POST", "/v1/lanes/resume", keyA, `{"route":"gw","lane":"gateway-9"}`, 200)
+	call("POST", "/v1/dead-letters/fail-orphans", keyA, `{"route":"gone"}`, 200)
+	call("POST", "/v1/dead-letters/fail-orphans", keyA, `{"route":"hooks"}`, 409)
 
 	// Rooms, subscriptions, events, pulls.
 	call("POST", "/v1/rooms", keyA, `{"name":"orders","expiration":"1h","delivery":{"delay":"1s","multiplier":2,"attempts":3}}`, 201)

@@ -14,8 +14,10 @@
 //   - herald_throttled_total{route,reason}: messages the engine held back,
 //     by reason (backpressure: the carrier asked to wait);
 //   - herald_lane_pauses_total{route,reason}: lane pauses, by reason;
-//   - herald_inbound_total{route,kind,result}: events carriers' networks
-//     sent back, by what became of them (see herald.Observer.Inbound);
+//   - herald_inbound_total{route,kind,result,reason}: events carriers'
+//     networks sent back, by what became of them (see
+//     herald.Observer.Inbound), and those refused by reason (result
+//     "refused"; see herald.Observer.Refused);
 //
 // plus the Go runtime and process collectors.
 //
@@ -54,9 +56,14 @@ type Metrics struct {
 	inbound     *prometheus.CounterVec
 	counts      *countsCollector
 	lanes       *lanesCollector
+	orphaned    *prometheus.GaugeVec
+	opPaused    prometheus.Gauge
 }
 
-var _ herald.Observer = (*Metrics)(nil)
+var (
+	_ herald.Observer     = (*Metrics)(nil)
+	_ herald.HoldObserver = (*Metrics)(nil)
+)
 
 // New returns Metrics registered on a fresh registry together with the Go
 // and process collectors.
@@ -86,13 +93,21 @@ func New() *Metrics {
 		}, []string{"route", "reason"}),
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_inbound_total",
-			Help: "Events carriers' networks sent back, by route, event type or kind, and result (stored, ignored, invalid, applied, stale, unmatched, unpaired, uplink).",
-		}, []string{"route", "kind", "result"}),
+			Help: "Events carriers' networks sent back, by route, event type or kind, and result (stored, ignored, applied, stale, unmatched, unpaired, uplink, refused); a refused event by reason (unauthorized, unknown_route, invalid, too_large), its route empty when it is not configured.",
+		}, []string{"route", "kind", "result", "reason"}),
 	}
+	m.orphaned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "herald_orphaned_messages",
+		Help: "Pending messages of a route missing from the configuration, held (not sent, not failed) until it is back, as last counted.",
+	}, []string{"route"})
+	m.opPaused = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "herald_operator_paused_lanes",
+		Help: "Lanes and routes an operator paused (POST /v1/lanes/pause), in force.",
+	})
 	m.counts = newCountsCollector(m.problems)
 	m.lanes = newLanesCollector(m.problems)
 	m.reg.MustRegister(
-		m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.inbound, m.counts, m.lanes,
+		m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.inbound, m.counts, m.lanes, m.orphaned, m.opPaused,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -150,7 +165,23 @@ func (m *Metrics) Throttled(route, reason string, lanePaused bool) {
 
 // Inbound counts an event a route's network sent back.
 func (m *Metrics) Inbound(route, kind, result string) {
-	m.inbound.WithLabelValues(routeLabel(route), kind, result).Inc()
+	m.inbound.WithLabelValues(routeLabel(route), kind, result, "").Inc()
+}
+
+// Refused counts an event posted to route that was refused, by reason:
+// result "refused", no kind (the type the sender named is not believed).
+func (m *Metrics) Refused(route, reason string) {
+	m.inbound.WithLabelValues(routeLabel(route), "", "refused", reason).Inc()
+}
+
+// Held sets herald_orphaned_messages (a route no longer orphaned loses
+// its series) and herald_operator_paused_lanes.
+func (m *Metrics) Held(orphaned map[string]int, operatorPaused int) {
+	m.orphaned.Reset()
+	for route, n := range orphaned {
+		m.orphaned.WithLabelValues(routeLabel(route)).Add(float64(n))
+	}
+	m.opPaused.Set(float64(operatorPaused))
 }
 
 // Problem counts something that went wrong.

@@ -185,3 +185,22 @@ func TestRoomRoutesAreOneLabel(t *testing.T) {
 		t.Errorf("the rooms' messages are not summed under room:")
 	}
 }
+
+// TestHeld: the orphaned messages by route and the operator's pauses are
+// gauges; a route no longer orphaned loses its series.
+func TestHeld(t *testing.T) {
+	m := New()
+	m.Held(map[string]int{"lora": 5, "old": 2}, 3)
+	m.Held(map[string]int{"lora": 4}, 1)
+	want := `
+# HELP herald_operator_paused_lanes Lanes and routes an operator paused (POST /v1/lanes/pause), in force.
+# TYPE herald_operator_paused_lanes gauge
+herald_operator_paused_lanes 1
+# HELP herald_orphaned_messages Pending messages of a route missing from the configuration, held (not sent, not failed) until it is back, as last counted.
+# TYPE herald_orphaned_messages gauge
+herald_orphaned_messages{route="lora"} 4
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "herald_orphaned_messages", "herald_operator_paused_lanes"); err != nil {
+		t.Error(err)
+	}
+}

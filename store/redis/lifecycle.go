@@ -21,7 +21,7 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 	if c.Limit <= 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 7+2*len(c.KeptAhead)+2*len(c.KeptSent)+2*len(c.AcceptTimeouts))
+	args := make([]any, 0, 9+2*len(c.Hold)+2*len(c.KeptAhead)+2*len(c.KeptSent)+2*len(c.AcceptTimeouts))
 	args = append(args, unixms.From(c.Now), c.Limit, max(c.GatedLimit, 0), c.DefaultAccept.Milliseconds(), c.Node, len(c.KeptAhead))
 	for route, n := range c.KeptAhead {
 		args = append(args, esc(route), n)
@@ -29,6 +29,10 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 	args = append(args, len(c.KeptSent))
 	for l, n := range c.KeptSent {
 		args = append(args, esc(l.Route)+"|"+esc(l.Lane), n)
+	}
+	args = append(args, s.unholdNow(len(c.Hold) > 0), len(c.Hold))
+	for _, h := range c.Hold {
+		args = append(args, esc(h.Route), esc(h.Lane))
 	}
 	for route, d := range c.AcceptTimeouts {
 		args = append(args, esc(route), d.Milliseconds())
@@ -39,6 +43,28 @@ func (s *Store) Claim(ctx context.Context, c herald.Claim) ([]*herald.Message, e
 	}
 	claimed, err := s.readClaimed(ctx, res)
 	return claimed, wrap(ctx, "claim", err)
+}
+
+// unholdEvery is how often a claim that holds nothing looks at the held
+// messages (claim.lua's heldkeys), to let go those that no claim holds
+// any more: another node's, whose holds ended, or which held a route
+// that this node has (a node whose configuration lacked it).
+const unholdEvery = time.Second
+
+// unholdNow reports, as claim.lua's unhold argument, whether a claim
+// looks at the held messages: always when it holds some, and the first
+// after those; otherwise once per unholdEvery.
+func (s *Store) unholdNow(holding bool) int {
+	if holding {
+		s.unheld.Store(0)
+		return 1
+	}
+	now := time.Now().UnixMilli()
+	last := s.unheld.Load()
+	if now-last >= unholdEvery.Milliseconds() && s.unheld.CompareAndSwap(last, now) {
+		return 1
+	}
+	return 0
 }
 
 // readClaimed reads the messages of claim.lua's reply, with the fields

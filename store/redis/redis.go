@@ -56,6 +56,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -82,6 +83,9 @@ type Store struct {
 	// laneClock is the clock of the lanes' limits, "server" or "caller"
 	// (the lane_clock option).
 	laneClock string
+	// unheld is when, in unix ms, a claim last looked at the held
+	// messages (Store.unholdNow).
+	unheld atomic.Int64
 
 	creates, transitions, publishes *batcher
 	workers                         sync.WaitGroup // the batchers'
@@ -156,6 +160,7 @@ func Open(rawURL string) (*Store, error) {
 		client = goredis.NewClient(opt)
 	}
 	s := &Store{client: client, keys: []string{"{" + prefix + "}:"}, quit: make(chan struct{}), laneClock: laneClock}
+	s.unheld.Store(time.Now().UnixMilli())
 	s.creates = newBatcher(s, createScript, 3, 64)
 	s.transitions = newBatcher(s, transitionScript, 4, 64)
 	s.publishes = newBatcher(s, publishScript, 2, 16)

@@ -157,11 +157,15 @@ func (tx *wtx) claimGated(c herald.Claim, lease int64, picked []string) ([]claim
 // whose ids the JSON array which holds, or of up to which ungated ones.
 func (tx *wtx) claimWith(c herald.Claim, lease int64, gated bool, which any) ([]claimedRow, error) {
 	routes := slices.Sorted(maps.Keys(c.AcceptTimeouts))
+	held := !gated && len(c.Hold) > 0
 	cache := &tx.st.claims
-	if gated {
+	switch {
+	case gated:
 		cache = &tx.st.gatedClaims
+	case held:
+		cache = &tx.st.heldClaims
 	}
-	stmt, err := tx.st.cached(tx.conn, cache, len(routes), func(n int) string { return claimSQL(n, gated) })
+	stmt, err := tx.st.cached(tx.conn, cache, len(routes), func(n int) string { return claimSQL(n, gated, held) })
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +174,13 @@ func (tx *wtx) claimWith(c herald.Claim, lease int64, gated bool, which any) ([]
 		entryTail(c.Now, herald.StatusQueued, herald.StatusSentToNS, ""))
 	for _, r := range routes {
 		args = append(args, r, unixms.From(c.Now.Add(c.AcceptTimeouts[r])))
+	}
+	if held {
+		holdJSON, err := json.Marshal(holdPairs(c.Hold))
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, string(holdJSON))
 	}
 	rows, err := stmt.Query(args...)
 	return collect(rows, err, func(sc rowScanner) (claimedRow, error) {
@@ -185,8 +196,10 @@ func (tx *wtx) claimWith(c herald.Claim, lease int64, gated bool, which any) ([]
 // attempt followed by the tail ?5. Ungated, it takes up to ?4 messages: it
 // walks the ready index in claim order and filters due_at from it, never
 // sorting the due rows. Gated, it takes the QUEUED messages whose ids the
-// JSON array ?4 holds, which the lanes admitted.
-func claimSQL(nRoutes int, gated bool) string {
+// JSON array ?4 holds, which the lanes admitted. Held (ungated only), it
+// passes over the messages of the routes and lanes of the JSON array of
+// [route, lane] pairs after the routes' deadlines (lane "": every lane).
+func claimSQL(nRoutes int, gated, held bool) string {
 	var deadline strings.Builder
 	deadline.WriteString("CASE route")
 	for i := range nRoutes {
@@ -198,7 +211,8 @@ func claimSQL(nRoutes int, gated bool) string {
 		deadline.WriteString("?2")
 	}
 	which := `id IN (SELECT id FROM messages INDEXED BY messages_ready
-			WHERE status = 'QUEUED' AND gated = 0 AND due_at <= ?1 ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER))`
+			WHERE status = 'QUEUED' AND gated = 0 AND due_at <= ?1` + heldSQL(held, 6+2*nRoutes) + `
+			ORDER BY priority DESC, id LIMIT CAST(?4 AS INTEGER))`
 	if gated {
 		which = `id IN (SELECT value FROM json_each(?4)) AND status = 'QUEUED'`
 	}
@@ -207,4 +221,23 @@ func claimSQL(nRoutes int, gated bool) string {
 			lease = ?3, seq = seq + 1, timeline = timeline || (attempt + 1) || ?5
 		WHERE ` + which + `
 		RETURNING id, attempt, deadline`
+}
+
+// heldSQL is the claim's condition that passes over the held messages,
+// whose [route, lane] pairs are the JSON array ?n: none unless held.
+func heldSQL(held bool, n int) string {
+	if !held {
+		return ""
+	}
+	return fmt.Sprintf(` AND NOT EXISTS (SELECT 1 FROM json_each(?%d) h
+				WHERE h.value ->> 0 = route AND (h.value ->> 1 = '' OR h.value ->> 1 = lane))`, n)
+}
+
+// holdPairs is hold as [route, lane] pairs.
+func holdPairs(hold []herald.LaneRef) [][2]string {
+	pairs := make([][2]string, len(hold))
+	for i, h := range hold {
+		pairs[i] = [2]string{h.Route, h.Lane}
+	}
+	return pairs
 }

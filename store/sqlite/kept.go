@@ -353,7 +353,7 @@ func (p *keptPick) readHolds() error {
 // lane whose node's heartbeat lapsed it takes over first.
 func (p *keptPick) room(l herald.LaneRef) (int, error) {
 	a := p.tx.rules[l.Route]
-	if !isKept(a) {
+	if !isKept(a) || p.c.Holds(l.Route, l.Lane) {
 		return 0, nil
 	}
 	v := p.tx.kept.lanes[l]

@@ -273,7 +273,7 @@ func (tx *wtx) pickLanes(c herald.Claim, later bool) (picked []string, lanes []l
 			scanned++
 			afterPrio, after = l.headPrio, l.headID
 			a, ok := tx.rules[l.route]
-			if !ok {
+			if !ok || c.Holds(l.route, l.lane) {
 				continue
 			}
 			if a.ClaimAhead > 0 && l.inflight > 0 && l.owner != c.Node {

@@ -20,7 +20,7 @@ func TestPlans(t *testing.T) {
 	var claim *sql.Stmt // stands for the claim statements, prepared on use
 	defs := append(ws.defs(), rs.defs()...)
 	var group *sql.Stmt // stands for the grouped transition statements, the largest: SQLite plans a large VALUES differently
-	defs = append(defs, stmtDef{&claim, claimSQL(0, false)}, stmtDef{&claim, claimSQL(2, false)}, stmtDef{&claim, claimSQL(2, true)},
+	defs = append(defs, stmtDef{&claim, claimSQL(0, false, false)}, stmtDef{&claim, claimSQL(2, false, false)}, stmtDef{&claim, claimSQL(2, true, false)}, stmtDef{&claim, claimSQL(2, false, true)},
 		stmtDef{&group, transitionsSQL(maxGroup)})
 	for _, d := range defs {
 		if d.dst == &ws.begin || d.dst == &ws.commit || d.dst == &ws.rollback || d.dst == &rs.counts {

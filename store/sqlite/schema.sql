@@ -357,3 +357,16 @@ CREATE TABLE IF NOT EXISTS sessions (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions (tenant, used, id);
 CREATE INDEX IF NOT EXISTS sessions_expires ON sessions (expires);
+
+-- The operator's pauses of lanes and routes (pauses.go): lane '' pauses
+-- the whole route; until 0 lasts until resumed. The engine reads them and
+-- names the paused lanes in its claims.
+CREATE TABLE IF NOT EXISTS lane_pauses (
+	route  TEXT NOT NULL,
+	lane   TEXT NOT NULL,
+	until  INTEGER NOT NULL,
+	reason TEXT NOT NULL,
+	tenant TEXT NOT NULL,
+	at     INTEGER NOT NULL,
+	PRIMARY KEY (route, lane)
+) WITHOUT ROWID;

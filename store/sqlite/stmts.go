@@ -52,6 +52,8 @@ type writeStmts struct {
 	// first use and keyed by the number of routes with their own accept
 	// timeout (see claimSQL).
 	claims, gatedClaims map[int]*sql.Stmt
+	// heldClaims are the ungated claims with a Claim.Hold.
+	heldClaims map[int]*sql.Stmt
 	// The grouped transition statements, prepared on first use and keyed
 	// by the number of transitions they apply (see transitionsSQL).
 	transitions map[int]*sql.Stmt

@@ -56,6 +56,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"DeadEvents", testDeadEvents},
 		{"Rooms", testRooms},
 		{"Sessions", testSessions},
+		{"Holds", testHolds},
 	} {
 		t.Run(topic.name, func(t *testing.T) { topic.run(t, open) })
 	}

@@ -2,7 +2,10 @@
 -- accept timeout, the claiming node, the number of routes in its
 -- KeptAhead and for each its name (escaped) and count, the number of
 -- lanes in its KeptSent and for each its key (route|lane, escaped) and
--- count, then pairs of route (escaped) and accept timeout. It
+-- count, whether to look at the held messages (1 or 0: see heldkeys
+-- below), the number of routes and lanes in its Hold and for each its
+-- route and lane (escaped; lane "" for the whole route), then pairs of
+-- route (escaped) and accept timeout. It
 -- returns the claimed messages, in claim order, each as {id, s}: its id
 -- and the field s as the claim set it. The caller reads the other fields,
 -- which a claim does not change, off the script (all but the timeline,
@@ -17,6 +20,51 @@ for _, kept in ipairs({ keptahead, keptsent }) do
 	end
 	at = at + 1 + 2 * n
 end
+-- holds are the routes and lanes of the claim's Hold: route|lane
+-- (escaped; route| for a whole route) -> true.
+local holds, unhold = {}, ARGV[at] == '1'
+at = at + 1
+do
+	local n = tonumber(ARGV[at])
+	for i = at + 1, at + 2 * n, 2 do
+		holds[ARGV[i] .. '|' .. ARGV[i + 1]] = true
+	end
+	at = at + 1 + 2 * n
+end
+
+-- holdof returns the held key of message m when the claim holds it:
+-- held:route|lane or held:route|, where the claim parks it.
+local holding = next(holds) ~= nil
+local function holdof(m)
+	if not holding then
+		return nil
+	end
+	for _, k in ipairs({ m.route .. '|', m.route .. '|' .. (m.lane or '') }) do
+		if holds[k] then
+			return P .. 'held:' .. k
+		end
+	end
+end
+
+-- The held messages of routes and lanes the claim no longer holds go back
+-- through delayed, due at once, to their lanes or to ready; those no
+-- longer QUEUED are dropped. heldkeys names the held sets. The caller
+-- asks for it (unhold) when it holds something, and now and then.
+if unhold then
+	for _, key in ipairs(redis.call('SMEMBERS', P .. 'heldkeys')) do
+		if not holds[string.sub(key, #P + 6)] then
+			for _, id in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+				local m = load(id)
+				if m and m.st == 'QUEUED' then
+					redis.call('ZADD', P .. 'delayed', 0, id)
+				end
+			end
+			redis.call('DEL', key)
+			redis.call('SREM', P .. 'heldkeys', key)
+		end
+	end
+end
+
 -- lnow is the time of the lanes' limits (see lanetime): set before the
 -- claim takes from the lanes.
 local lnow
@@ -283,7 +331,9 @@ if gated > 0 then
 		if head and laneof(head) then
 			l = lanestate(laneof(head))
 		end
-		if l and l.sch == top then
+		if l and l.sch == top and holdof(head) then
+			theirs = true -- held: it stays in its place, passed over
+		elseif l and l.sch == top then
 			took, theirs = admit(l, head, math.min(gated - taken, limit - #picked))
 		else -- no lane's head: an entry that place never leaves, dropped
 			redis.call('ZREM', P .. 'lsched', top)
@@ -312,7 +362,11 @@ while #picked < limit do
 		local m = load(id)
 		if m then
 			if m.st == 'QUEUED' then
-				if num(m.due) > now then
+				local held = holdof(m)
+				if held then
+					redis.call('ZADD', held, -num(m.prio), id)
+					redis.call('SADD', P .. 'heldkeys', held)
+				elseif num(m.due) > now then
 					redis.call('ZADD', P .. 'delayed', m.due, id)
 				else
 					picked[#picked + 1] = m
