@@ -50,7 +50,11 @@ const (
 		`"oldest_queued_seconds":93.2,"success_rate":0.967741935483871,"latency_p50_ms":120.4,"latency_p99_ms":2345.6,"dead_letters":4,"waiting":4,` +
 		`"enqueued":131,"succeeded":120,"retried":7,"dead_lettered":4,"deduplicated":0,"coalesced":1}`
 	lanesAnswer = `{"lanes":[{"route":"gw","lane":"gateway-2","queued":2,"in_flight":1,"paused_until":null,"pause_reason":"","next_at":null},` +
-		`{"route":"gw","lane":"gateway-1","queued":1,"in_flight":0,"paused_until":"2025-01-02T03:05:05Z","pause_reason":"backpressure","next_at":null}]}`
+		`{"route":"gw","lane":"gateway-1","queued":1,"in_flight":0,"paused_until":"2025-01-02T03:05:05Z","pause_reason":"backpressure","next_at":null}],` +
+		`"pauses":[{"route":"gw","lane":"gateway-3","until":null,"reason":"maintenance of the gateway","at":"2025-01-02T03:00:00Z"}]}`
+	routesAnswer = `{"routes":[{"route":"chat","counts":{"DELIVERY_SUCCESSFUL":100,"DELIVERY_FAILED":1},"paused":null},` +
+		`{"route":"lora","counts":{"QUEUED":3,"SENT_TO_NS":1,"TO_RETRY":1},"paused":{"route":"lora","lane":"","until":"2025-01-02T04:00:00Z","reason":"","at":"2025-01-02T03:00:00Z"}}],` +
+		`"orphaned":[{"route":"lora-old","messages":5}]}`
 	pulledAnswer = `{"deliveries":[{"id":"` + idA + `","lease_id":"` + idB + `","event_id":"` + idC + `","type":"order.created","version":"2",` +
 		`"data":{"order":4711,"lines":[{"sku":"A-1","qty":2}]},"correlation_id":"","attempt":0}]}`
 	explainAnswer = `{"id":"` + idA + `","status":"TO_RETRY","reason":"backoff","detail":"waits for its next attempt after a failure","until":"2025-01-02T03:06:06Z","blocking_ids":[]}`
@@ -114,6 +118,8 @@ var outputCases = []struct {
 	{"stats", []string{"stats"}, "GET /v1/stats", statsAnswer},
 	{"health", []string{"health"}, "GET /v1/health", healthAnswer},
 	{"lanes", []string{"lanes", "--route", "gw"}, "GET /v1/lanes?route=gw", lanesAnswer},
+	{"routes", []string{"routes"}, "GET /v1/routes", routesAnswer},
+	{"lanes_none", []string{"lanes", "--route", "none"}, "GET /v1/lanes?route=none", `{"lanes":[],"pauses":[]}`},
 	{"pull", []string{"pull", "sub-1"}, "POST /v1/subscriptions/sub-1/pull", pulledAnswer},
 	{"ack", []string{"ack", "sub-1", idB}, "POST /v1/subscriptions/sub-1/ack", `{"acked":1,"lost":[]}`},
 	{"rooms_rm", []string{"rooms", "rm", "orders"}, "DELETE /v1/rooms/orders", ""},

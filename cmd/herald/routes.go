@@ -22,7 +22,10 @@ func routesCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !orphaned {
-				return c.print(cmd, http.MethodGet, "/v1/routes", nil)
+				return c.show(cmd, http.MethodGet, "/v1/routes", nil, renderRoutes)
+			}
+			if err := checkFormat(c.output); err != nil {
+				return err
 			}
 			cl, err := c.client()
 			if err != nil {
@@ -40,7 +43,7 @@ func routesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), only)
+			return c.write(cmd, only, renderRoutes)
 		},
 	}
 	addClientFlags(cmd, &c)
