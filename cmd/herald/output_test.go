@@ -113,6 +113,8 @@ var outputCases = []struct {
 	{"get_no_timeline", []string{"get", idB}, "GET /v1/messages/" + idB, messageB},
 	{"explain", []string{"get", idA, "--explain"}, "GET /v1/messages/" + idA + "/explain", explainAnswer},
 	{"cancel", []string{"cancel", idA}, "POST /v1/messages/" + idA + "/cancel", messageA},
+	{"cancel_bulk", []string{"cancel", "--route", "lora", "--yes"}, "POST /v1/messages/cancel", `{"cancelled":3}`},
+	{"send_now", []string{"send-now", idA}, "POST /v1/messages/" + idA + "/send-now", messageA},
 	{"dlq_ls", []string{"dlq", "ls", "--limit", "1", "--cursor", idC}, "GET /v1/dead-letters?cursor=" + idC + "&limit=1", deadLetterAnswer},
 	{"dlq_replay", []string{"dlq", "replay", "--yes"}, "POST /v1/dead-letters/replay", `{"replayed":3}`},
 	{"stats", []string{"stats"}, "GET /v1/stats", statsAnswer},
@@ -221,7 +223,7 @@ func TestBadOutput(t *testing.T) {
 	}
 }
 
-// TestIDPrefix: get, cancel, replay and get --explain take a unique prefix
+// TestIDPrefix: get, cancel, replay, send-now and get --explain take a unique prefix
 // of 8 characters or more of an id; a shorter one, one that names several
 // messages and one that names none are errors saying so.
 func TestIDPrefix(t *testing.T) {
@@ -234,9 +236,10 @@ func TestIDPrefix(t *testing.T) {
 		"GET /v1/messages/" + idA + "/explain":                     explainAnswer,
 		"POST /v1/messages/" + idA + "/cancel":                     messageA,
 		"POST /v1/messages/" + idA + "/replay":                     messageA,
+		"POST /v1/messages/" + idA + "/send-now":                   messageA,
 		"GET /v1/messages?id_prefix=01932c4e-8a10-7c2b-9f&limit=4": one,
 	})
-	for _, args := range [][]string{{"get", "01932c4e-8a"}, {"get", "01932c4e-8a", "--explain"}, {"cancel", "01932c4e-8a"},
+	for _, args := range [][]string{{"get", "01932c4e-8a"}, {"get", "01932c4e-8a", "--explain"}, {"cancel", "01932c4e-8a"}, {"send-now", "01932c4e-8a"},
 		{"replay", "01932c4e-8a10-7c2b-9f"}} {
 		out, err := cliOutput(t, base, append(args, "-o", "json")...)
 		if err != nil || !strings.Contains(out, `"id": "`+idA+`"`) {

@@ -66,7 +66,7 @@ func failOrphansCommand() *cobra.Command {
 			if err := confirmBulk(cmd, fmt.Sprintf("fail every pending message of route %s", route), yes); err != nil {
 				return err
 			}
-			return c.print(cmd, http.MethodPost, "/v1/dead-letters/fail-orphans", map[string]string{"route": route})
+			return c.show(cmd, http.MethodPost, "/v1/dead-letters/fail-orphans", map[string]string{"route": route}, counted("message"))
 		},
 	}
 	addClientFlags(cmd, &c)
