@@ -22,9 +22,8 @@ func cancelCommand() *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "cancel (ID | --route R [--lane L] [--target T] [--status S] [--before T] [--yes])",
-		// ID: the id, or a unique prefix of 8 characters or more.
 		Short: "Cancel a QUEUED or TO_RETRY message, or a route's waiting messages",
-		Long: "With an ID: cancel that message (QUEUED or TO_RETRY). With no ID: cancel the waiting messages of --route\n" +
+		Long: "With an ID (whole, or a unique prefix of 8 characters or more): cancel that message (QUEUED or TO_RETRY). With no ID: cancel the waiting messages of --route\n" +
 			"that match every filter given, each only if it still waits (none in flight is touched); this asks for\n" +
 			"confirmation in a terminal, and needs --yes without one.",
 		Args: cobra.MaximumNArgs(1),
