@@ -84,18 +84,3 @@ func waitingOf(f client.CancelFilter, status, before string) string {
 	}
 	return what
 }
-
-// sendNowCommand is herald send-now ID.
-func sendNowCommand() *cobra.Command {
-	var c clientFlags
-	cmd := &cobra.Command{
-		Use:   "send-now ID",
-		Short: "Send a scheduled (send_at) or TO_RETRY message now (ID: the id, or a unique prefix of 8 characters or more)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.showMessage(cmd, http.MethodPost, args[0], "/send-now", renderAny)
-		},
-	}
-	addClientFlags(cmd, &c)
-	return cmd
-}
