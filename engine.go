@@ -76,10 +76,15 @@ type Observer interface {
 	Throttled(route, reason string, lanePaused bool)
 	// Inbound counts an event a route's network sent back, by its type or
 	// kind and what became of it: stored, ignored (nothing to act on),
-	// invalid, applied, stale (a repeat, or its message moved on),
+	// applied, stale (a repeat, or its message moved on),
 	// unmatched (no message has its carrier id), unpaired (an ack without
 	// its uplink in time), uplink (sent to the subscribers).
 	Inbound(route, kind, result string)
+	// Refused counts an event posted to route that was refused before it
+	// reached the inbox, by reason (RefusedUnauthorized,
+	// RefusedUnknownRoute, RefusedInvalid, RefusedTooLarge); route is ""
+	// for a route that is not configured.
+	Refused(route, reason string)
 }
 
 type nopObserver struct{}
@@ -89,6 +94,7 @@ func (nopObserver) Delivered(string, time.Duration)     {}
 func (nopObserver) Problem(string)                      {}
 func (nopObserver) Throttled(string, string, bool)      {}
 func (nopObserver) Inbound(string, string, string)      {}
+func (nopObserver) Refused(string, string)              {}
 
 // route is a configured Route with what the engine derives from it.
 type route struct {
@@ -128,6 +134,7 @@ type Engine struct {
 	rooms        roomCache      // the rooms published to, with their subscriptions
 	eventData    eventDataCache // the data of room events, for their deliveries (eventdata.go)
 	holds        holds          // the orphaned routes and the operator's pauses (holds.go)
+	refusals     refusals       // the refused carrier events owed to the log (refused.go)
 
 	slots        chan struct{}         // one token per carrier call in flight
 	pending      chan struct{}         // one token per claimed message not yet recorded

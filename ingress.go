@@ -18,8 +18,8 @@ var ErrNoIngress = errors.New("route takes no carrier events")
 // may then acknowledge it. The inbox loop applies it to its message.
 //
 // It returns an *InvalidError for a malformed body or an unknown event
-// type, and ErrNoIngress for a route that takes no events; both change
-// nothing. An event that says nothing herald acts on (a join, a status)
+// type (refused: see RefuseEvent), and ErrNoIngress for a route that
+// takes no events; both change nothing. An event that says nothing herald acts on (a join, a status)
 // returns nil and is only counted (Observer.Inbound).
 func (e *Engine) Ingest(ctx context.Context, route, eventType, contentType string, body []byte) error {
 	reader, ok := e.eventReader(route)
@@ -28,8 +28,7 @@ func (e *Engine) Ingest(ctx context.Context, route, eventType, contentType strin
 	}
 	ev, act, err := reader.ReadEvent(eventType, contentType, body)
 	if err != nil {
-		e.obs.Inbound(route, "", "invalid") // the type may be anything: not a label
-		e.log.Info("carrier event refused", "route", route, "event", eventType, "err", err)
+		e.RefuseEvent(route, RefusedInvalid, err.Error())
 		return err
 	}
 	if !act {

@@ -88,12 +88,12 @@ func TestBackpressurePausesTheLaneWithoutSpendingAttempts(t *testing.T) {
 	}
 }
 
-// TestSeed003GatewayBurst is seed 003's acceptance: a burst of 100 display
+// TestGatewayBurst, the classc profile at work: a burst of 100 display
 // updates for 10 devices behind one gateway lane, with a coalesce key per
 // device, drains only the latest update of each device; and a burst of 100
 // devices drains at the gateway's 30 per minute (a burst of 30, then one
 // every 2 s).
-func TestSeed003GatewayBurst(t *testing.T) {
+func TestGatewayBurst(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		bodies []string

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// The limits on a message's fields (the README's message limits): every
+// The limits on a message's fields (docs/API.md, POST /v1/messages): every
 // one is a bound on what is stored, and on Redis on what becomes part of a
 // key.
 const (

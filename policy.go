@@ -257,7 +257,7 @@ var Profiles = map[Profile]Policy{
 		RetryCarrierTimeout: true,
 	},
 	ProfileLXMF: {
-		// Seed 002: LXMF's outbound loop makes 5 attempts, 10 s apart
+		// LXMF's own outbound loop makes 5 attempts, 10 s apart
 		// (DELIVERY_RETRY_WAIT) when an attempt was not proved; a path
 		// request's 7 s wait is the carrier's own (WaitFor). A message
 		// awaiting its proof is in flight, and a lane is its recipient:

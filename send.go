@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The bounds of a message's priority (the README's message limits).
+// The bounds of a message's priority (docs/API.md, POST /v1/messages).
 const (
 	MinPriority = -1000
 	MaxPriority = 1000

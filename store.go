@@ -408,12 +408,30 @@ type Query struct {
 	CorrelationID string
 	// Target, when not empty, matches the message's Target exactly.
 	Target string
+	// IDPrefix, when not empty, keeps the messages whose id starts with
+	// it (a person's shortened id): stores walk the range of ids
+	// IDPrefixRange gives, not every message.
+	IDPrefix string
 	// Reason, with Status DELIVERY_FAILED, matches LastError by substring.
 	Reason string
 	// Since and Until bound UpdatedAt (inclusive, exclusive) when non-zero.
 	Since, Until time.Time
 	Limit        int    // defaults to 100
 	Cursor       string // from the previous page
+}
+
+// IDPrefixRange returns the ids that start with prefix as a range of the
+// ids' byte order: lo <= id < hi. hi is "" when no id is above the range
+// (a prefix of 0xff bytes only).
+func IDPrefixRange(prefix string) (lo, hi string) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return prefix, string(b[:i+1])
+		}
+	}
+	return prefix, ""
 }
 
 // LaneQuery selects the lanes of Store.Lanes and Engine.Lanes.

@@ -54,6 +54,7 @@ func (o *throttles) Transitioned(string, herald.Status, herald.Status) {}
 func (o *throttles) Delivered(string, time.Duration)                   {}
 func (o *throttles) Problem(string)                                    {}
 func (o *throttles) Inbound(string, string, string)                    {}
+func (o *throttles) Refused(string, string)                            {}
 
 // seen returns the Throttled calls recorded, in order.
 func (o *throttles) seen() []string {

@@ -241,6 +241,7 @@ func (d *doneCounter) Transitioned(string, herald.Status, herald.Status) {}
 func (d *doneCounter) Problem(string)                                    {}
 func (d *doneCounter) Throttled(string, string, bool)                    {}
 func (d *doneCounter) Inbound(string, string, string)                    {}
+func (d *doneCounter) Refused(string, string)                            {}
 func (d *doneCounter) Delivered(string, time.Duration) {
 	if d.n.Add(1) == d.target {
 		close(d.reached)

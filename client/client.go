@@ -41,7 +41,8 @@ const errorBodyLimit = 64 << 10
 // Config configures a Client.
 type Config struct {
 	// URL is the server's base address, e.g. "http://127.0.0.1:8080"; a
-	// path in it (a proxy's prefix) is kept. Required.
+	// path in it (a proxy's prefix) is kept. Without a scheme
+	// ("127.0.0.1:8080", "herald.internal"), it is taken as http. Required.
 	URL string
 	// Key is the API key, sent as "Authorization: Bearer <Key>". Empty
 	// sends no Authorization header (the server then answers /v1 paths 401).
@@ -80,6 +81,9 @@ type Client struct {
 
 // New checks cfg and returns a Client for it.
 func New(cfg Config) (*Client, error) {
+	if cfg.URL != "" && !strings.Contains(cfg.URL, "://") {
+		cfg.URL = "http://" + cfg.URL
+	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("herald client: URL: %w", err)

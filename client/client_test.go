@@ -94,13 +94,27 @@ func wantAPIError(t *testing.T, err error, status int, code string) *client.Erro
 }
 
 func TestNewRefusesABadURL(t *testing.T) {
-	for _, u := range []string{"", "127.0.0.1:8080", "ftp://host", "http://", "http://host/?a=b", "http://host/#x"} {
+	for _, u := range []string{"", "host name:8080", "ftp://host", "http://", "http://host/?a=b", "http://host/#x"} {
 		if _, err := client.New(client.Config{URL: u}); err == nil {
 			t.Errorf("New(%q): no error", u)
 		}
 	}
 	if _, err := client.New(client.Config{URL: "http://127.0.0.1:8080/prefix/"}); err != nil {
 		t.Errorf("New with a path: %v", err)
+	}
+}
+
+// TestURLWithoutScheme: an address without a scheme is taken as http.
+func TestURLWithoutScheme(t *testing.T) {
+	s := newServer(t, nil)
+	c := newClient(t, strings.TrimPrefix(s.URL, "http://"), keyAcme)
+	if _, err := c.List(testCtx(t), client.ListFilter{}); err != nil {
+		t.Fatalf("List through %s without its scheme: %v", s.URL, err)
+	}
+	for _, u := range []string{"localhost:8080", "herald.internal"} {
+		if _, err := client.New(client.Config{URL: u}); err != nil {
+			t.Errorf("New(%q): %v", u, err)
+		}
 	}
 }
 

@@ -96,6 +96,9 @@ type ListFilter struct {
 	CorrelationID string
 	// Target keeps the messages to this target (exactly) only.
 	Target string
+	// IDPrefix keeps the messages whose id starts with it only: a
+	// shortened id, resolved by listing with Limit 2.
+	IDPrefix string
 	// Limit is the page size: 1..1000; 0 means the server's default (100).
 	Limit int
 	// Cursor is the NextCursor of the previous page; empty for the first.
@@ -111,6 +114,7 @@ func (f ListFilter) query() string {
 	setNonEmpty(v, "route", f.Route)
 	setNonEmpty(v, "correlation_id", f.CorrelationID)
 	setNonEmpty(v, "target", f.Target)
+	setNonEmpty(v, "id_prefix", f.IDPrefix)
 	setNonEmpty(v, "cursor", f.Cursor)
 	if f.Timelines {
 		v.Set("timeline", "true")
@@ -207,7 +211,7 @@ func (c *Client) Replay(ctx context.Context, id string) (herald.MessageView, err
 
 // Explain says why the message is or is not moving (GET
 // /v1/messages/{id}/explain): lane_spacing, backoff, awaiting_carrier,
-// terminal and so on (see the README's explain reasons).
+// terminal and so on (see docs/CONFIG.md, "Lanes and admission").
 func (c *Client) Explain(ctx context.Context, id string) (herald.Explanation, error) {
 	var x herald.Explanation
 	if _, err := c.call(ctx, call{method: http.MethodGet, path: messagePath(id, "/explain"), out: &x, retry: true}); err != nil {

@@ -19,16 +19,19 @@ const codeUnauthorized = "unauthorized"
 // dropped), 400 for a malformed event, 401 without the route's secret as
 // a bearer token, 404 for a route that takes no events, 413 for a body
 // over MaxBodyBytes, and 503 when the store cannot keep it: ChirpStack
-// does not retry, but an MQTT broker redelivers.
+// does not retry, but an MQTT broker redelivers. Each refusal (400, 401,
+// 404, 413) is counted and logged, rate-limited (Engine.RefuseEvent).
 func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
 	route := r.PathValue("route")
 	secret, ok := a.engine.IngressSecret(route)
 	if !ok {
+		a.engine.RefuseEvent(route, herald.RefusedUnknownRoute, "the route takes no carrier events")
 		closeUnread(w, r)
 		writeError(w, http.StatusNotFound, codeUnknownRoute, "route "+route+" takes no carrier events")
 		return
 	}
 	if secret != "" && !bearerIs(r, secret) {
+		a.engine.RefuseEvent(route, herald.RefusedUnauthorized, unauthorizedDetail(r))
 		closeUnread(w, r)
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		writeError(w, http.StatusUnauthorized, codeUnauthorized, "the route's ingress secret is required as Authorization: Bearer")
@@ -36,6 +39,7 @@ func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
 	}
 	event := r.URL.Query().Get("event")
 	if event == "" {
+		a.engine.RefuseEvent(route, herald.RefusedInvalid, "no ?event= query parameter")
 		writeError(w, http.StatusBadRequest, codeMissingField, "event: the query parameter ?event= is required")
 		return
 	}
@@ -43,9 +47,11 @@ func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
+		a.engine.RefuseEvent(route, herald.RefusedTooLarge, "body larger than 1 MiB")
 		writeError(w, http.StatusRequestEntityTooLarge, codeBodyTooLarge, "body: larger than 1 MiB")
 		return
 	case err != nil:
+		a.engine.RefuseEvent(route, herald.RefusedInvalid, "body: "+err.Error())
 		writeError(w, http.StatusBadRequest, codeInvalidField, "body: "+err.Error())
 		return
 	}
@@ -61,6 +67,15 @@ func (a *api) ingress(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, codeStoreUnavailable, "the event could not be stored; send it again")
 	}
+}
+
+// unauthorizedDetail says how a request without the route's secret came:
+// with no Authorization header, or with another (never its value).
+func unauthorizedDetail(r *http.Request) string {
+	if r.Header.Get("Authorization") == "" {
+		return "no Authorization header"
+	}
+	return "Authorization is not the route's ingress secret as a bearer token"
 }
 
 // bearerIs reports whether r carries secret as its bearer token (the

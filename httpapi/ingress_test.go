@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/metrics"
 )
 
 // inbox returns the events waiting in the fixture's inbox.
@@ -89,5 +91,63 @@ func TestIngressBearerAnyCase(t *testing.T) {
 		if rec.Code != want {
 			t.Errorf("Authorization %q: %d, want %d: %s", auth, rec.Code, want, rec.Body)
 		}
+	}
+}
+
+// TestIngressCountsAndLogsRefusals: every event the ingress refuses is
+// counted in herald_inbound_total{result="refused"} by reason, and the
+// log gets a WARN for the route (the first refusal of each, the rest
+// counted into its next line, a minute later at the earliest).
+func TestIngressCountsAndLogsRefusals(t *testing.T) {
+	m := metrics.New()
+	f := newObservedFixture(t, m, func(c *Config) { c.Metrics = m.Handler() })
+	refused := func(route, reason string) int {
+		t.Helper()
+		rec := f.do("GET", "/metrics", "", "")
+		prefix := `herald_inbound_total{kind="",reason="` + reason + `",result="refused",route="` + route + `"} `
+		for line := range strings.Lines(rec.Body.String()) {
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+				v, err := strconv.Atoi(n)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				return v
+			}
+		}
+		return 0
+	}
+	for _, tc := range []struct {
+		name, path, secret, body string
+		route, reason            string
+	}{
+		{"no secret", "/v1/ingress/lora?event=txack", "", `{}`, "lora", herald.RefusedUnauthorized},
+		{"wrong secret", "/v1/ingress/lora?event=txack", "nope", `{}`, "lora", herald.RefusedUnauthorized},
+		{"no event type", "/v1/ingress/lora", ingressSecret, `{}`, "lora", herald.RefusedInvalid},
+		{"garbage body", "/v1/ingress/lora?event=txack", ingressSecret, `{garbage`, "lora", herald.RefusedInvalid},
+		{"10 MiB body", "/v1/ingress/lora?event=txack", ingressSecret, strings.Repeat("x", 10<<20), "lora", herald.RefusedTooLarge},
+		{"route without events", "/v1/ingress/hooks?event=txack", ingressSecret, `{}`, "hooks", herald.RefusedUnknownRoute},
+		{"unknown route", "/v1/ingress/nowhere?event=txack", ingressSecret, `{}`, "", herald.RefusedUnknownRoute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := refused(tc.route, tc.reason)
+			f.do("POST", tc.path, tc.secret, tc.body)
+			if after := refused(tc.route, tc.reason); after != before+1 {
+				t.Errorf("herald_inbound_total{route=%q,reason=%q,result=\"refused\"} went from %d to %d, want +1", tc.route, tc.reason, before, after)
+			}
+		})
+	}
+	wantStatus(t, f.do("POST", "/v1/ingress/lora?event=txack", ingressSecret, `{"item":"q-1"}`), http.StatusNoContent)
+	if n := refused("lora", herald.RefusedUnauthorized) + refused("lora", herald.RefusedInvalid); n != 4 {
+		t.Errorf("after an accepted event: %d refusals of lora, want still 4", n)
+	}
+	var warns []string
+	for line := range strings.Lines(f.logs.String()) {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "carrier events refused") {
+			warns = append(warns, line)
+		}
+	}
+	if len(warns) != 3 || !strings.Contains(warns[0], "route=lora refused=1 reason=unauthorized") ||
+		!strings.Contains(warns[1], "route=hooks") || !strings.Contains(warns[2], "route=nowhere") {
+		t.Errorf("WARN lines: %q, want one for each of lora, hooks and the unknown routes", warns)
 	}
 }

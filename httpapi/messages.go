@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -53,11 +54,19 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, m.View())
 }
 
-// list handles GET /v1/messages?status=&route=&correlation_id=&target=&limit=&cursor=.
-// target matches the message's target exactly.
+// maxIDPrefix bounds the id_prefix of a list: longer than any id.
+const maxIDPrefix = 64
+
+// list handles GET /v1/messages?status=&route=&correlation_id=&target=&id_prefix=&limit=&cursor=.
+// target matches the message's target exactly; id_prefix the start of its id.
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	query := herald.Query{Route: q.Get("route"), CorrelationID: q.Get("correlation_id"), Target: q.Get("target"), Cursor: q.Get("cursor")}
+	query := herald.Query{Route: q.Get("route"), CorrelationID: q.Get("correlation_id"), Target: q.Get("target"),
+		IDPrefix: q.Get("id_prefix"), Cursor: q.Get("cursor")}
+	if len(query.IDPrefix) > maxIDPrefix {
+		writeError(w, http.StatusBadRequest, codeInvalidField, fmt.Sprintf("id_prefix: at most %d bytes", maxIDPrefix))
+		return
+	}
 	if s := q.Get("status"); s != "" {
 		st, err := herald.ParseStatus(s)
 		if err != nil {

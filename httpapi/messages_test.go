@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/heraldmq/herald"
@@ -154,6 +155,27 @@ func TestListByTarget(t *testing.T) {
 	if l := f.list("/v1/messages?target=meter", keyA); len(l.Messages) != 0 {
 		t.Errorf("target=meter lists %v, want none: the match is exact", viewIDs(l.Messages))
 	}
+}
+
+// TestListByIDPrefix: id_prefix lists the tenant's messages whose id
+// starts with it, and only them; a prefix longer than any id is refused.
+func TestListByIDPrefix(t *testing.T) {
+	f := newFixture(t)
+	a := f.sendOK(`{"route":"devices","target":"meter-1","text":"a"}`)
+	b := f.sendOK(`{"route":"devices","target":"meter-2","text":"b"}`)
+	if l := f.list("/v1/messages?id_prefix="+a.ID, keyA); fmt.Sprint(viewIDs(l.Messages)) != fmt.Sprint([]string{a.ID}) {
+		t.Errorf("id_prefix=%s lists %v, want [%s]", a.ID, viewIDs(l.Messages), a.ID)
+	}
+	if l := f.list("/v1/messages?id_prefix="+a.ID[:8], keyA); fmt.Sprint(viewIDs(l.Messages)) != fmt.Sprint([]string{b.ID, a.ID}) {
+		t.Errorf("id_prefix=%s lists %v, want [%s %s]", a.ID[:8], viewIDs(l.Messages), b.ID, a.ID)
+	}
+	if l := f.list("/v1/messages?id_prefix="+a.ID, keyB); len(l.Messages) != 0 {
+		t.Errorf("another tenant's id_prefix lists %v, want none", viewIDs(l.Messages))
+	}
+	if l := f.list("/v1/messages?id_prefix="+b.ID+"0", keyA); len(l.Messages) != 0 {
+		t.Errorf("id_prefix longer than the id lists %v, want none", viewIDs(l.Messages))
+	}
+	wantError(t, f.do("GET", "/v1/messages?id_prefix="+strings.Repeat("0", 65), keyA, ""), http.StatusBadRequest, codeInvalidField)
 }
 
 func viewIDs(views []herald.MessageView) []string {

@@ -14,8 +14,10 @@
 //   - herald_throttled_total{route,reason}: messages the engine held back,
 //     by reason (backpressure: the carrier asked to wait);
 //   - herald_lane_pauses_total{route,reason}: lane pauses, by reason;
-//   - herald_inbound_total{route,kind,result}: events carriers' networks
-//     sent back, by what became of them (see herald.Observer.Inbound);
+//   - herald_inbound_total{route,kind,result,reason}: events carriers'
+//     networks sent back, by what became of them (see
+//     herald.Observer.Inbound), and those refused by reason (result
+//     "refused"; see herald.Observer.Refused);
 //
 // plus the Go runtime and process collectors.
 //
@@ -91,8 +93,8 @@ func New() *Metrics {
 		}, []string{"route", "reason"}),
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_inbound_total",
-			Help: "Events carriers' networks sent back, by route, event type or kind, and result (stored, ignored, invalid, applied, stale, unmatched, unpaired, uplink).",
-		}, []string{"route", "kind", "result"}),
+			Help: "Events carriers' networks sent back, by route, event type or kind, and result (stored, ignored, applied, stale, unmatched, unpaired, uplink, refused); a refused event by reason (unauthorized, unknown_route, invalid, too_large), its route empty when it is not configured.",
+		}, []string{"route", "kind", "result", "reason"}),
 	}
 	m.orphaned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "herald_orphaned_messages",
@@ -163,7 +165,13 @@ func (m *Metrics) Throttled(route, reason string, lanePaused bool) {
 
 // Inbound counts an event a route's network sent back.
 func (m *Metrics) Inbound(route, kind, result string) {
-	m.inbound.WithLabelValues(routeLabel(route), kind, result).Inc()
+	m.inbound.WithLabelValues(routeLabel(route), kind, result, "").Inc()
+}
+
+// Refused counts an event posted to route that was refused, by reason:
+// result "refused", no kind (the type the sender named is not believed).
+func (m *Metrics) Refused(route, reason string) {
+	m.inbound.WithLabelValues(routeLabel(route), "", "refused", reason).Inc()
 }
 
 // Held sets herald_orphaned_messages (a route no longer orphaned loses

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -572,6 +573,31 @@ func TestAdminPageInBrowser(t *testing.T) {
 		want := []string{acmeOK[0], acmeFailed["meter-4711"]} // newest first; not globex's
 		tb.until("acme's two messages to meter-4711", `JSON.stringify([...document.querySelectorAll("#results tbody tr[data-id]")].map(r => r.dataset.id)) === `+js(mustJSON(want)))
 
+		// The id field takes a unique prefix of an id, as the CLI does.
+		acmeIDs := slices.Concat(acmeOK, slices.Collect(maps.Values(acmeFailed)))
+		prefix := uniquePrefix(failed, acmeIDs)
+		searchID := func(prefix string) {
+			t.Helper()
+			eval[bool](tb, `(() => { document.getElementById("f-target").value = ""; document.getElementById("f-id").value = `+js(prefix)+`; return true; })()`)
+			tb.do(chromedp.Click(chromedp.CSS(`#search button[type="submit"]`)))
+		}
+		searchID(prefix)
+		tb.until("the message of the id prefix "+prefix, `location.hash === "#/messages/`+failed+`"`)
+		tb.do(chromedp.Click(chromedp.CSS(`a[data-nav="messages"]`)), chromedp.WaitVisible(chromedp.ID("f-id")))
+		cases := []struct{ prefix, says string }{
+			{failed[:7], "too short"},
+			{"ffffffff-ff", "No message's id starts with ffffffff-ff"},
+		}
+		if shared := len(prefix) - 1; shared >= 8 { // another id of acme starts so too
+			cases = append(cases, struct{ prefix, says string }{failed[:shared], "names several messages"})
+		}
+		for _, c := range cases {
+			searchID(c.prefix)
+			tb.until("the id prefix "+c.prefix+" refused", `document.getElementById("flash").textContent.includes(`+js(c.says)+`) && location.hash.startsWith("#/messages")
+				&& !location.hash.startsWith("#/messages/")`)
+		}
+		searchID("")
+
 		// A failed message: its timeline, its explanation, its buttons.
 		tb.do(chromedp.SetValue(chromedp.ID("f-target"), "meter-4712"), chromedp.Click(chromedp.CSS(`#search button[type="submit"]`)))
 		tb.until("the search for meter-4712", `document.querySelector("#results tbody tr[data-id]")?.dataset.id === `+js(failed))
@@ -880,4 +906,15 @@ func loginHTTP(t *testing.T, base, key string) (*http.Cookie, string) {
 		t.Fatalf("GET /ui answered %d without the CSRF token", resp.StatusCode)
 	}
 	return cookie, string(m[1])
+}
+
+// uniquePrefix returns the shortest prefix of id, 8 characters at least,
+// that starts none of others but id itself.
+func uniquePrefix(id string, others []string) string {
+	for n := 8; n < len(id); n++ {
+		if !slices.ContainsFunc(others, func(o string) bool { return o != id && strings.HasPrefix(o, id[:n]) }) {
+			return id[:n]
+		}
+	}
+	return id
 }

@@ -161,8 +161,8 @@ func slowPolls(d time.Duration) func(http.Handler) http.Handler {
 // TestSlowCreatesKeepTheDCUAtFive: six messages for one DCU, whose create
 // calls outlive the accept timeout. A send whose create call still runs
 // holds its DCU slot, so the DCU never has more than the taskpoll
-// profile's five tasks at a time (seed 000: "max 5 concurrent per
-// gateway").
+// profile's five tasks at a time (a DCU carries out at most 5 tasks at
+// once).
 func TestSlowCreatesKeepTheDCUAtFive(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s, url := startSim(t, calinsim.Config{API: calinsim.V1, Latency: time.Hour, SlowCreate: 400 * time.Millisecond}, clk, nil)

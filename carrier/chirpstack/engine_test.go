@@ -131,8 +131,8 @@ func (r *engineRig) advance(d time.Duration) {
 // the queue item id is the message id at every attempt. Attempt 1 of a
 // confirmed downlink is not acknowledged (ChirpStack's ack with
 // acknowledged=false); herald retries, and attempt 2 is queued in
-// ChirpStack. A second herald node, each with its own MQTT session as the
-// README asks, gets its copy of that ack only now (it was restarting and
+// ChirpStack. A second herald node, each with its own MQTT session as
+// docs/CONFIG.md asks, gets its copy of that ack only now (it was restarting and
 // the broker kept the event for its session; or it was just slower). The
 // copy is the event already applied: it must not fail attempt 2, which
 // ChirpStack still holds and may transmit.

@@ -10,8 +10,9 @@ import (
 	"github.com/heraldmq/herald"
 )
 
-// TestValidate accepts the messages of CONTRACT.md's chirpstack row and
-// names the field of each bad one.
+// TestValidate accepts the messages docs/CONFIG.md describes for a
+// chirpstack route ("ChirpStack (LoRaWAN)") and names the field of each
+// bad one.
 func TestValidate(t *testing.T) {
 	c := newCarrier(t, Config{Server: "127.0.0.1:1", Token: token})
 	big := make([]byte, MaxPayload)

@@ -242,6 +242,7 @@ func (d *deliveredCounter) Transitioned(string, herald.Status, herald.Status) {}
 func (d *deliveredCounter) Problem(string)                                    {}
 func (d *deliveredCounter) Throttled(string, string, bool)                    {}
 func (d *deliveredCounter) Inbound(string, string, string)                    {}
+func (d *deliveredCounter) Refused(string, string)                            {}
 func (d *deliveredCounter) Delivered(string, time.Duration) {
 	d.n.Add(1)
 	select {

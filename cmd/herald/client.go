@@ -24,11 +24,13 @@ import (
 type clientFlags struct {
 	server string
 	key    string
+	output string // table, json or yaml
 }
 
 func addClientFlags(cmd *cobra.Command, f *clientFlags) {
-	cmd.Flags().StringVar(&f.server, "server", envOr("HERALD_SERVER", "http://127.0.0.1:8080"), "herald server URL (env HERALD_SERVER)")
+	cmd.Flags().StringVar(&f.server, "server", envOr("HERALD_SERVER", "http://127.0.0.1:8080"), "herald server URL; without a scheme, http (env HERALD_SERVER)")
 	cmd.Flags().StringVar(&f.key, "key", os.Getenv("HERALD_API_KEY"), "API key (env HERALD_API_KEY)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", formatTable, "output format: table, json (the server's answer) or yaml")
 }
 
 func envOr(name, def string) string {
@@ -44,9 +46,18 @@ func (f *clientFlags) client() (*client.Client, error) {
 }
 
 // print sends a request with in, when not nil, as its JSON body, and
-// prints the server's JSON answer indented (nothing for a 204). An answer
+// prints the server's answer in the format of -o (nothing for a 204): a
+// table by its shape (renderAny), the JSON indented, or YAML. An answer
 // outside 2xx is an error carrying the API's code (a *client.Error).
 func (f *clientFlags) print(cmd *cobra.Command, method, path string, in any) error {
+	return f.show(cmd, method, path, in, renderAny)
+}
+
+// show is print with the table that table renders.
+func (f *clientFlags) show(cmd *cobra.Command, method, path string, in any, table render) error {
+	if err := checkFormat(f.output); err != nil {
+		return err
+	}
 	c, err := f.client()
 	if err != nil {
 		return err
@@ -55,7 +66,24 @@ func (f *clientFlags) print(cmd *cobra.Command, method, path string, in any) err
 	if err != nil {
 		return err
 	}
-	return printJSON(cmd.OutOrStdout(), answer)
+	return f.write(cmd, answer, table)
+}
+
+// deleted sends a DELETE of path, whose answer is empty (204), and says
+// in a table's stead that what is gone.
+func (f *clientFlags) deleted(cmd *cobra.Command, path, what string) error {
+	if err := f.print(cmd, http.MethodDelete, path, nil); err != nil {
+		return err
+	}
+	if f.output == formatTable {
+		fmt.Fprintln(cmd.OutOrStdout(), what+" deleted")
+	}
+	return nil
+}
+
+// write prints answer in the format of -o, with table for a table.
+func (f *clientFlags) write(cmd *cobra.Command, answer json.RawMessage, table render) error {
+	return writeAnswer(cmd.OutOrStdout(), f.output, answer, table)
 }
 
 // call sends a request with c and returns the server's JSON answer as it
@@ -93,7 +121,8 @@ func pathWithQuery(path string, q url.Values) string {
 
 func clientCommands() []*cobra.Command {
 	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand(), eventsCommand(),
-		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand(), routesCommand(), lanesCommand()}
+		lanesCommand(), statsCommand(), healthCommand(),
+		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand(), routesCommand()}
 }
 
 func sendCommand() *cobra.Command {
@@ -164,14 +193,13 @@ func getCommand() *cobra.Command {
 	var explain bool
 	cmd := &cobra.Command{
 		Use:   "get ID",
-		Short: "Show a message and its timeline",
+		Short: "Show a message and its timeline (ID: the id, or a unique prefix of 8 characters or more)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "/v1/messages/" + url.PathEscape(args[0])
 			if explain {
-				path += "/explain"
+				return c.showMessage(cmd, http.MethodGet, args[0], "/explain", renderAny)
 			}
-			return c.print(cmd, http.MethodGet, path, nil)
+			return c.showMessage(cmd, http.MethodGet, args[0], "", renderMessage)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -181,7 +209,7 @@ func getCommand() *cobra.Command {
 
 func lsCommand() *cobra.Command {
 	var c clientFlags
-	var status, route, correlation, cursor string
+	var status, route, target, correlation, cursor string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -189,7 +217,7 @@ func lsCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
-			for k, v := range map[string]string{"status": status, "route": route, "correlation_id": correlation, "cursor": cursor} {
+			for k, v := range map[string]string{"status": status, "route": route, "target": target, "correlation_id": correlation, "cursor": cursor} {
 				if v != "" {
 					q.Set(k, v)
 				}
@@ -197,13 +225,14 @@ func lsCommand() *cobra.Command {
 			if limit > 0 {
 				q.Set("limit", strconv.Itoa(limit))
 			}
-			return c.print(cmd, http.MethodGet, pathWithQuery("/v1/messages", q), nil)
+			return c.show(cmd, http.MethodGet, pathWithQuery("/v1/messages", q), nil, renderMessages)
 		},
 	}
 	addClientFlags(cmd, &c)
 	f := cmd.Flags()
 	f.StringVar(&status, "status", "", "only this status")
 	f.StringVar(&route, "route", "", "only this route")
+	f.StringVar(&target, "target", "", "only this target, matched exactly")
 	f.StringVar(&correlation, "correlation-id", "", "only this correlation id")
 	f.StringVar(&cursor, "cursor", "", "next_cursor of the previous page")
 	f.IntVar(&limit, "limit", 0, "page size (default 100)")
@@ -214,10 +243,10 @@ func idCommand(verb, short string) *cobra.Command {
 	var c clientFlags
 	cmd := &cobra.Command{
 		Use:   verb + " ID",
-		Short: short,
+		Short: short + " (ID: the id, or a unique prefix of 8 characters or more)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.print(cmd, http.MethodPost, "/v1/messages/"+url.PathEscape(args[0])+"/"+verb, nil)
+			return c.showMessage(cmd, http.MethodPost, args[0], "/"+verb, renderAny)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -227,15 +256,27 @@ func idCommand(verb, short string) *cobra.Command {
 func dlqCommand() *cobra.Command {
 	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters; fail an orphaned route's messages"}
 	var lc, rc, pc clientFlags
-	var route, target, reason, before string
+	var route, target, reason, before, cursor string
 	var rate float64
+	var limit int
 	var yes bool
 	list := &cobra.Command{
-		Use: "ls", Short: "List dead letters", Args: cobra.NoArgs,
+		Use: "ls [--route R] [--limit N] [--cursor C]", Short: "List dead letters, newest first", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return lc.print(cmd, http.MethodGet, "/v1/dead-letters?route="+url.QueryEscape(route), nil)
+			q := url.Values{}
+			for k, v := range map[string]string{"route": route, "cursor": cursor} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if limit > 0 {
+				q.Set("limit", strconv.Itoa(limit))
+			}
+			return lc.show(cmd, http.MethodGet, pathWithQuery("/v1/dead-letters", q), nil, renderDeadLetters)
 		},
 	}
+	list.Flags().IntVar(&limit, "limit", 0, "page size, 1 to 1000 (default 100)")
+	list.Flags().StringVar(&cursor, "cursor", "", "next_cursor of the previous page")
 	replay := &cobra.Command{
 		Use: "replay", Short: "Replay dead letters at a bounded rate", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

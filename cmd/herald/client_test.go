@@ -172,7 +172,11 @@ func TestMessagesCLI(t *testing.T) {
 	if err := run("ls", "--server", base, "--key", "wrong"); !client.IsUnauthorized(err) || client.ErrorCode(err) != client.CodeUnauthorized {
 		t.Errorf("ls with a wrong key: %v, want 401 unauthorized", err)
 	}
-	if err := run("ls", "--server", strings.TrimPrefix(base, "http://"), "--key", "k1"); err == nil || !strings.HasPrefix(errorLine(err), "herald client: URL") {
-		t.Errorf("ls with a server without scheme: %v", err)
+	if err := run("ls", "--server", "http://host name", "--key", "k1"); err == nil || !strings.HasPrefix(errorLine(err), "herald client: URL") {
+		t.Errorf("ls with a server URL that is not one: %v", err)
+	}
+	t.Setenv("HERALD_SERVER", strings.TrimPrefix(base, "http://"))
+	if err := run("ls", "--key", "k1"); err != nil {
+		t.Errorf("ls with HERALD_SERVER=%s, without a scheme: %v", strings.TrimPrefix(base, "http://"), err)
 	}
 }

@@ -45,7 +45,7 @@ summary, or each problem on a line of its own, naming its key.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", "", "YAML config file (see README)")
+	cmd.Flags().StringVar(&path, "config", "", "YAML config file (see docs/CONFIG.md)")
 	return cmd
 }
 

@@ -5,12 +5,14 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/heraldmq/herald"
 	"github.com/heraldmq/herald/config"
+	"github.com/heraldmq/herald/store/sqlite"
 )
 
 // TestDemoShowsMessagesFlowing runs the demo to its end and checks that it
@@ -63,6 +65,27 @@ func TestDemoShowsMessagesFlowing(t *testing.T) {
 	}
 	if n := strings.Count(text, "-> DELIVERY_FAILED     attempt 1  (permanent error: send failed)"); n < 1 {
 		t.Errorf("the blocked chat's message did not fail at its first attempt:\n%s", text)
+	}
+
+	// The shortened ids it printed are unique prefixes, which get and the
+	// admin page take.
+	st, err := sqlite.Open(strings.TrimPrefix(store, "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	shortIDs := map[string]bool{}
+	for _, m := range regexp.MustCompile(`#\d+ +\S+ +([0-9a-f]{8}-[0-9a-f]{4})…`).FindAllStringSubmatch(text, -1) {
+		shortIDs[m[1]] = true
+	}
+	if len(shortIDs) == 0 {
+		t.Errorf("the demo printed no shortened id:\n%s", text)
+	}
+	for prefix := range shortIDs {
+		msgs, _, err := st.List(ctx, herald.Query{IDPrefix: prefix, Limit: 2})
+		if len(prefix) < minIDPrefix || err != nil || len(msgs) != 1 {
+			t.Errorf("the demo's shortened id %s: %d messages start so (%v), want a unique prefix of %d characters or more", prefix, len(msgs), err, minIDPrefix)
+		}
 	}
 }
 

@@ -32,7 +32,7 @@ routes:
 }
 
 // cliAt runs the herald command line args against srv, with its key, and
-// returns what it printed; stdin is empty (not a terminal).
+// returns what it printed as JSON; stdin is empty (not a terminal).
 func cliAt(t *testing.T, srv *serverProc, args ...string) (string, error) {
 	t.Helper()
 	cmd := rootCommand()
@@ -40,7 +40,7 @@ func cliAt(t *testing.T, srv *serverProc, args ...string) (string, error) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetIn(strings.NewReader(""))
-	cmd.SetArgs(append(args, "--server", srv.base, "--key", srv.key))
+	cmd.SetArgs(append(args, "--server", srv.base, "--key", srv.key, "-o", "json"))
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), err
 }

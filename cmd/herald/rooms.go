@@ -110,7 +110,7 @@ func roomsCommand() *cobra.Command {
 	rm := &cobra.Command{
 		Use: "rm NAME", Short: "Delete a room with its subscriptions; their pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return rc.print(cmd, http.MethodDelete, "/v1/rooms/"+url.PathEscape(args[0]), nil)
+			return rc.deleted(cmd, "/v1/rooms/"+url.PathEscape(args[0]), "room "+args[0])
 		},
 	}
 	for _, c := range []struct {
@@ -158,7 +158,7 @@ func subsCommand() *cobra.Command {
 	rm := &cobra.Command{
 		Use: "rm ID", Short: "Delete a subscription; its pending deliveries end CANCELLED", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return rc.print(cmd, http.MethodDelete, "/v1/subscriptions/"+url.PathEscape(args[0]), nil)
+			return rc.deleted(cmd, "/v1/subscriptions/"+url.PathEscape(args[0]), "subscription "+args[0])
 		},
 	}
 	for _, c := range []struct {
@@ -211,6 +211,9 @@ func pullCommand() *cobra.Command {
 			"the leases this pull took.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(fl.output); err != nil {
+				return err
+			}
 			c, err := fl.client()
 			if err != nil {
 				return err
@@ -220,7 +223,7 @@ func pullCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := printJSON(cmd.OutOrStdout(), answer); err != nil || !ack {
+			if err := fl.write(cmd, answer, renderPulled); err != nil || !ack {
 				return err
 			}
 			var pulled struct {
@@ -236,7 +239,7 @@ func pullCommand() *cobra.Command {
 			if answer, err = call(cmd, c, http.MethodPost, path+"/ack", settleRequest{LeaseIDs: leaseIDs}); err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), answer)
+			return fl.write(cmd, answer, renderAny)
 		},
 	}
 	addClientFlags(cmd, &fl)

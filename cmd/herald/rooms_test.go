@@ -29,7 +29,7 @@ func runCLI(t *testing.T, base string, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(io.Discard)
-	cmd.SetArgs(append(args, "--server", base, "--key", "k1"))
+	cmd.SetArgs(append(args, "--server", base, "--key", "k1", "-o", "json"))
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), err
 }
@@ -57,7 +57,7 @@ func startCLIServer(t *testing.T, routes string) string {
 	return "http://" + s.addr
 }
 
-// mustCLI returns a function that runs the CLI against base and fails the
+// mustCLI returns a function that runs the CLI against base (-o json) and fails the
 // test when it fails.
 func mustCLI(t *testing.T, base string) func(args ...string) string {
 	return func(args ...string) string {

@@ -24,6 +24,9 @@ func routesCommand() *cobra.Command {
 			if !orphaned {
 				return c.print(cmd, http.MethodGet, "/v1/routes", nil)
 			}
+			if err := checkFormat(c.output); err != nil {
+				return err
+			}
 			cl, err := c.client()
 			if err != nil {
 				return err
@@ -40,7 +43,7 @@ func routesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), only)
+			return c.write(cmd, only, renderAny)
 		},
 	}
 	addClientFlags(cmd, &c)

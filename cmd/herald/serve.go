@@ -57,7 +57,7 @@ func serveCommand() *cobra.Command {
 			return s.shutdown()
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", "", "YAML config file (see README)")
+	cmd.Flags().StringVar(&path, "config", "", "YAML config file (see docs/CONFIG.md)")
 	return cmd
 }
 

@@ -34,6 +34,12 @@ func (s *Store) List(ctx context.Context, q herald.Query) ([]*herald.Message, st
 		after = q.Cursor
 		chunk = limit + 1
 	)
+	if q.IDPrefix != "" {
+		// Ids below after are walked: start below the prefix's range.
+		if _, hi := herald.IDPrefixRange(q.IDPrefix); hi != "" && (after == "" || hi < after) {
+			after = hi
+		}
+	}
 	for len(out) <= limit {
 		ids, err := next(ctx, after, chunk)
 		if err != nil {
@@ -66,9 +72,11 @@ type idSource func(ctx context.Context, after string, n int) ([]string, error)
 // listSource picks the index that List walks for q: the ids of a
 // correlation id, those of the groups of a waiting status (when they are
 // few), the dead letters, the ids of a tenant, or those of every tenant.
+// The sorted sets are walked down to q's IDPrefix only (ids sort by
+// time, so a prefix is a range of them); List starts below its range.
 func (s *Store) listSource(ctx context.Context, q herald.Query) (idSource, error) {
 	if q.CorrelationID != "" {
-		return s.lexSource(s.key("corr:" + q.CorrelationID)), nil
+		return s.lexSource(s.key("corr:"+q.CorrelationID), q.IDPrefix), nil
 	}
 	if q.Status.Waiting() {
 		src, err := s.groupSource(ctx, q)
@@ -78,22 +86,27 @@ func (s *Store) listSource(ctx context.Context, q herald.Query) (idSource, error
 	}
 	switch {
 	case q.Status == herald.StatusDeliveryFailed:
-		return s.lexSource(s.key("failed")), nil
+		return s.lexSource(s.key("failed"), q.IDPrefix), nil
 	case q.Tenant != "":
-		return s.lexSource(s.key("ten:" + esc(q.Tenant))), nil
+		return s.lexSource(s.key("ten:"+esc(q.Tenant)), q.IDPrefix), nil
 	default:
-		return s.allSource(ctx)
+		return s.allSource(ctx, q.IDPrefix)
 	}
 }
 
-// lexSource walks a sorted set of ids that all score 0, by id.
-func (s *Store) lexSource(key string) idSource {
+// lexSource walks a sorted set of ids that all score 0, by id, down to
+// the lowest id at or above low ("" for every id).
+func (s *Store) lexSource(key, low string) idSource {
+	lowest := "-"
+	if low != "" {
+		lowest = "[" + low
+	}
 	return func(ctx context.Context, after string, n int) ([]string, error) {
 		max := "+"
 		if after != "" {
 			max = "(" + after
 		}
-		return s.client.ZRevRangeByLex(ctx, key, &goredis.ZRangeBy{Max: max, Min: "-", Count: int64(n)}).Result()
+		return s.client.ZRevRangeByLex(ctx, key, &goredis.ZRangeBy{Max: max, Min: lowest, Count: int64(n)}).Result()
 	}
 }
 
@@ -132,7 +145,11 @@ func (s *Store) groupSource(ctx context.Context, q herald.Query) (idSource, erro
 	}
 	var ids []string
 	for _, c := range groups {
-		ids = append(ids, c.(*goredis.StringSliceCmd).Val()...)
+		for _, id := range c.(*goredis.StringSliceCmd).Val() {
+			if strings.HasPrefix(id, q.IDPrefix) {
+				ids = append(ids, id)
+			}
+		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
 	return func(_ context.Context, after string, n int) ([]string, error) {
@@ -148,7 +165,7 @@ func (s *Store) groupSource(ctx context.Context, q herald.Query) (idSource, erro
 }
 
 // allSource merges the id sets of every tenant.
-func (s *Store) allSource(ctx context.Context) (idSource, error) {
+func (s *Store) allSource(ctx context.Context, low string) (idSource, error) {
 	names, err := s.client.SMembers(ctx, s.key("pairs")).Result()
 	if err != nil {
 		return nil, err
@@ -159,7 +176,7 @@ func (s *Store) allSource(ctx context.Context) (idSource, error) {
 		tr, ok := splitName(name, 2)
 		if ok && !seen[tr[0]] {
 			seen[tr[0]] = true
-			tenants = append(tenants, s.lexSource(s.key("ten:"+esc(tr[0]))))
+			tenants = append(tenants, s.lexSource(s.key("ten:"+esc(tr[0])), low))
 		}
 	}
 	return func(ctx context.Context, after string, n int) ([]string, error) {
@@ -240,6 +257,7 @@ func matches(q herald.Query, m *herald.Message) bool {
 		(q.Route == "" || m.Route == q.Route) &&
 		(q.CorrelationID == "" || m.CorrelationID == q.CorrelationID) &&
 		(q.Target == "" || m.Target == q.Target) &&
+		strings.HasPrefix(m.ID, q.IDPrefix) &&
 		(q.Reason == "" || strings.Contains(m.LastError, q.Reason)) &&
 		(q.Since.IsZero() || updated >= unixms.From(q.Since)) &&
 		(q.Until.IsZero() || updated < unixms.From(q.Until))

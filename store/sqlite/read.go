@@ -53,6 +53,13 @@ func (s *Store) List(ctx context.Context, q herald.Query) ([]*herald.Message, st
 	if q.Target != "" {
 		add("target = ?", q.Target)
 	}
+	if q.IDPrefix != "" {
+		lo, hi := herald.IDPrefixRange(q.IDPrefix)
+		add("id >= ?", lo)
+		if hi != "" {
+			add("id < ?", hi)
+		}
+	}
 	if q.Reason != "" {
 		add("instr(last_error, ?) > 0", q.Reason)
 	}

@@ -120,6 +120,56 @@ func testList(t *testing.T, open opener) {
 		}
 	})
 
+	t.Run("IDPrefix", func(t *testing.T) {
+		h := open(t)
+		// Ids of one millisecond share their first 13 characters, as
+		// herald's time-ordered ids do.
+		made := []string{"0190aa00-0000-7000-8000-000000000001", "0190aa00-0000-7000-8000-000000000002",
+			"0190aa01-0000-7000-8000-000000000003", "0190ab00-0000-7000-8000-000000000004"}
+		for _, id := range made {
+			m := newMessage("r1")
+			m.ID = id
+			h.create(m)
+		}
+		other := newMessage("r1")
+		other.ID, other.Tenant = "0190aa00-0000-7000-8000-000000000005", "globex"
+		h.create(other)
+		h.walk(made[1], at(time.Second), herald.StatusQueued, herald.StatusSentToNS, herald.StatusDeliveryFailed)
+
+		for _, c := range []struct {
+			name string
+			q    herald.Query
+			want []string
+		}{
+			{"Unique", herald.Query{Tenant: "acme", IDPrefix: "0190aa01"}, []string{made[2]}},
+			{"Several", herald.Query{Tenant: "acme", IDPrefix: "0190aa00"}, []string{made[1], made[0]}},
+			{"Shorter", herald.Query{Tenant: "acme", IDPrefix: "0190a"}, []string{made[3], made[2], made[1], made[0]}},
+			{"Whole", herald.Query{Tenant: "acme", IDPrefix: made[0]}, []string{made[0]}},
+			{"None", herald.Query{Tenant: "acme", IDPrefix: "0190aa02"}, nil},
+			{"EveryTenant", herald.Query{IDPrefix: "0190aa00"}, []string{other.ID, made[1], made[0]}},
+			{"WithStatus", herald.Query{Tenant: "acme", IDPrefix: "0190aa", Status: herald.StatusQueued}, []string{made[2], made[0]}},
+			{"DeadLetters", herald.Query{Tenant: "acme", IDPrefix: "0190aa", Status: herald.StatusDeliveryFailed}, []string{made[1]}},
+		} {
+			got, cursor, err := h.s.List(h.ctx, c.q)
+			if err != nil {
+				t.Fatalf("%s: List: %v", c.name, err)
+			}
+			if !slices.Equal(ids(got), c.want) || cursor != "" {
+				t.Errorf("%s: List = %v cursor %q, want %v and no cursor", c.name, ids(got), cursor, c.want)
+			}
+		}
+
+		// Paging stays within the prefix.
+		first, cursor, err := h.s.List(h.ctx, herald.Query{Tenant: "acme", IDPrefix: "0190aa", Limit: 2})
+		if err != nil || !slices.Equal(ids(first), []string{made[2], made[1]}) || cursor == "" {
+			t.Fatalf("first page = %v cursor %q, %v; want %v and a cursor", ids(first), cursor, err, []string{made[2], made[1]})
+		}
+		second, cursor, err := h.s.List(h.ctx, herald.Query{Tenant: "acme", IDPrefix: "0190aa", Limit: 2, Cursor: cursor})
+		if err != nil || !slices.Equal(ids(second), []string{made[0]}) || cursor != "" {
+			t.Errorf("second page = %v cursor %q, %v; want [%s] and no cursor", ids(second), cursor, err, made[0])
+		}
+	})
+
 	t.Run("Fields", func(t *testing.T) {
 		h := open(t)
 		m := newMessage("r1")

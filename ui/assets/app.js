@@ -340,11 +340,27 @@
   const statusSelect = $('#f-status');
   for (const s of STATUSES) statusSelect.append(el('option', { value: s, text: `${WORDS[s]} (${s})` }));
 
-  $('#search').addEventListener('submit', (ev) => {
+  // An id may be given whole, or by a unique prefix of 8 characters or
+  // more (as the CLI and the demo shorten ids), resolved as the CLI does.
+  const ID_LENGTH = 36;
+  const MIN_ID_PREFIX = 8;
+  async function resolveID(id) {
+    if (id.length >= ID_LENGTH) return id;
+    if (id.length < MIN_ID_PREFIX) throw new Error(`The id ${id} is too short: give the whole id or its first ${MIN_ID_PREFIX} characters at least.`);
+    const res = await api('GET', `/v1/messages?${new URLSearchParams({ id_prefix: id, limit: '4' })}`);
+    const ids = res.messages.map((m) => m.id);
+    if (ids.length === 1) return ids[0];
+    if (ids.length === 0) throw new Error(`No message's id starts with ${id}.`);
+    throw new Error(`The id prefix ${id} names several messages (${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''}): give more of its characters.`);
+  }
+
+  $('#search').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const id = $('#f-id').value.trim();
     if (id) {
-      location.hash = `#/messages/${enc(id)}`;
+      try {
+        location.hash = `#/messages/${enc(await resolveID(id))}`;
+      } catch (e) { flash(e.message, 'error'); }
       return;
     }
     const q = new URLSearchParams();
