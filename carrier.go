@@ -41,7 +41,9 @@ type Carrier interface {
 	// Send hands m over. ctx carries the accept deadline. A nil error means
 	// the carrier accepted it; the result's ExternalID identifies it there.
 	// Return Permanent(err) when no retry can succeed, RetryAfter(d, err) to
-	// ask for a minimum wait.
+	// ask for a minimum wait, and wrap an error in WithAnswer to say what
+	// the carrier answered (its status or code), which the message's
+	// timeline keeps.
 	Send(ctx context.Context, m *Message) (SendResult, error)
 }
 
@@ -113,6 +115,11 @@ type SendResult struct {
 	// Result is what the carrier reports beyond acceptance
 	// (Message.Result: an LXMF delivery's method), nil for nothing.
 	Result map[string]string
+	// Answer is the carrier's code for the acceptance (an HTTP status,
+	// "OK" of gRPC, a vendor's code), kept in the timeline entry that ends
+	// the attempt (Call.Answer); empty for none. A failure carries its
+	// code in its error (WithAnswer).
+	Answer string
 }
 
 // Poller is implemented by pull carriers: it asks the carrier how a task it

@@ -429,6 +429,7 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, bound)
 	keeper := e.keepClaim(r, m, e.clock.Now().Add(bound))
+	began := e.clock.Now()
 	var (
 		res   SendResult
 		err   error
@@ -444,6 +445,7 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 	}
 	keeper.stop()
 	cancel()
+	call := newCall(res.Answer, err, e.clock.Now().Sub(began))
 	if parts {
 		defer func() { e.spaceAfterParts(r, &t) }()
 	}
@@ -452,6 +454,7 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 			return Transition{}, false, outcomeOther
 		}
 		if t, ok := e.carrierWait(r, m, err); ok {
+			t.Call = call
 			return t, true, outcomeOther
 		}
 		e.log.Info("send failed", "id", m.ID, "route", m.Route, "attempt", m.Attempt, "err", err)
@@ -460,10 +463,12 @@ func (e *Engine) send(ctx context.Context, m *Message) (t Transition, ok bool, o
 		if r.classifier.Permanent(err) {
 			outcome = outcomeOther
 		}
-		return e.failure(r, m, err, "send failed"), true, outcome
+		t = e.failure(r, m, err, "send failed")
+		t.Call = call
+		return t, true, outcome
 	}
 	now := e.clock.Now()
-	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Result: res.Result, Reason: "accepted by carrier"}
+	t = Transition{From: StatusSentToNS, Lease: m.Lease, At: now, ExternalID: res.ExternalID, Result: res.Result, Reason: "accepted by carrier", Call: call}
 	switch r.Carrier.Path() {
 	case PathDirect:
 		t.To = StatusDeliverySuccessful
@@ -512,10 +517,11 @@ const (
 
 // failure decides what a failed stage leads to: DELIVERY_FAILED when the
 // error is permanent or the attempts are used up, TO_RETRY after the
-// policy's backoff otherwise.
+// policy's backoff otherwise. Its timeline entry keeps the error (and the
+// answer it carries), for a send the call's duration too (send).
 func (e *Engine) failure(r *route, m *Message, cause error, reason string) Transition {
 	now := e.clock.Now()
-	t := Transition{From: m.Status, Lease: m.Lease, At: now, LastError: cause.Error()}
+	t := Transition{From: m.Status, Lease: m.Lease, At: now, LastError: cause.Error(), Call: newCall("", cause, 0)}
 	switch {
 	case r.classifier.Permanent(cause):
 		t.To, t.Reason = StatusDeliveryFailed, "permanent error: "+reason

@@ -133,8 +133,8 @@ type Engine struct {
 	tallies      *tallies       // what this process counted, by tenant (Stats, Activity)
 	rooms        roomCache      // the rooms published to, with their subscriptions
 	eventData    eventDataCache // the data of room events, for their deliveries (eventdata.go)
-	holds        holds          // the orphaned routes and the operator's pauses (holds.go)
 	refusals     refusals       // the refused carrier events owed to the log (refused.go)
+	holds        holds          // the orphaned routes and the operator's pauses (holds.go)
 
 	slots        chan struct{}         // one token per carrier call in flight
 	pending      chan struct{}         // one token per claimed message not yet recorded

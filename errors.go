@@ -19,6 +19,9 @@ var (
 	ErrUnknownRoute = errors.New("unknown route")
 	// ErrNotCancellable is returned when cancelling a message that is not QUEUED or TO_RETRY.
 	ErrNotCancellable = errors.New("not cancellable")
+	// ErrNotWaiting is returned when sending now a message that neither
+	// waits for its send_at (QUEUED, scheduled) nor to retry (TO_RETRY).
+	ErrNotWaiting = errors.New("not waiting")
 	// ErrNotReplayable is returned when replaying a message that is not DELIVERY_FAILED or CANCELLED.
 	ErrNotReplayable = errors.New("not replayable")
 	// ErrStoreUnavailable is returned when the store cannot be reached; callers may try again.
@@ -146,4 +149,36 @@ func retryAfter(err error) time.Duration {
 		return ra.After
 	}
 	return 0
+}
+
+// AnswerError is a carrier's failure with what the carrier answered: an
+// HTTP status ("503"), a gRPC code ("UNAVAILABLE") or a vendor's code. The
+// engine records Code in the timeline entry that ends the attempt
+// (TimelineEntry.Answer). It classifies nothing: wrap it in Permanent or
+// RetryAfter as any error.
+type AnswerError struct {
+	Code string
+	Err  error
+}
+
+func (e *AnswerError) Error() string { return e.Err.Error() }
+func (e *AnswerError) Unwrap() error { return e.Err }
+
+// WithAnswer returns err carrying the carrier's answer code; a nil err
+// stays nil and an empty code adds nothing.
+func WithAnswer(code string, err error) error {
+	if err == nil || code == "" {
+		return err
+	}
+	return &AnswerError{Code: code, Err: err}
+}
+
+// AnswerOf returns the answer code that err carries (see WithAnswer), or
+// "" when it carries none.
+func AnswerOf(err error) string {
+	var ae *AnswerError
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
 }

@@ -1,6 +1,10 @@
 package herald
 
-import "time"
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // Message is one payload for one target through one route, with its
 // lifecycle state. Stores persist every field; the Timeline is filled only
@@ -63,6 +67,55 @@ type TimelineEntry struct {
 	To      Status
 	Attempt int
 	Reason  string
+	// Call is what the carrier answered, on the entry that ends an
+	// attempt; zero on the others.
+	Call
+}
+
+// Call is what a carrier answered to one call of an attempt: the timeline
+// entry that ends the attempt keeps it, so that every attempt's answer
+// stays with the message for its retention.
+type Call struct {
+	// Answer is the carrier's code: an HTTP status ("503"), a gRPC code
+	// ("UNAVAILABLE") or a vendor's code; empty when it gave none (a
+	// network failure, a timeout).
+	Answer string
+	// Error is the failure's text, at most MaxCallError bytes; empty when
+	// the carrier accepted the message.
+	Error string
+	// Duration is how long the call took, in whole milliseconds.
+	Duration time.Duration
+}
+
+// MaxCallError bounds the error text a timeline entry keeps (Call.Error).
+const MaxCallError = 512
+
+// IsZero reports whether c records no call.
+func (c Call) IsZero() bool { return c == Call{} }
+
+// newCall returns the call that took d and answered err (nil: accepted,
+// with answer as the carrier's code), its error text cut to MaxCallError
+// bytes on a rune boundary and d to whole milliseconds.
+func newCall(answer string, err error, d time.Duration) Call {
+	c := Call{Answer: answer, Duration: d.Truncate(time.Millisecond)}
+	if err != nil {
+		if c.Answer == "" {
+			c.Answer = AnswerOf(err)
+		}
+		c.Error = strings.ToValidUTF8(cut(err.Error(), MaxCallError), "")
+	}
+	return c
+}
+
+// cut returns s cut to at most n bytes, not within a UTF-8 sequence.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // AsCreated returns a copy of m as Store.Create stores it: QUEUED, under no

@@ -169,6 +169,11 @@ type Explanation struct {
 	Detail      string     `json:"detail"`
 	Until       *time.Time `json:"until"`
 	BlockingIDs []string   `json:"blocking_ids"`
+	// ReplayHelps says, of a DELIVERY_FAILED or CANCELLED message
+	// (reason terminal), whether a replay can deliver it; the detail
+	// says why it ended and why a replay can help or not. Absent
+	// otherwise.
+	ReplayHelps *bool `json:"replay_helps,omitempty"`
 }
 
 // Explain says why tenant's message id is or is not moving.
@@ -181,10 +186,13 @@ func (e *Engine) Explain(ctx context.Context, tenant, id string) (Explanation, e
 	x := Explanation{ID: m.ID, Status: m.Status, BlockingIDs: []string{}}
 	switch {
 	case m.Status.Terminal():
-		x.Reason, x.Detail = "terminal", fmt.Sprintf("the message ended %s", m.Status)
+		e.explainEnd(&x, m)
 	case m.Status.Waiting() && e.isOrphan(m.Route):
 		x.Reason = "route_missing"
 		x.Detail = fmt.Sprintf("route %s is not in the configuration: the message waits until a configuration with the route is loaded (herald dlq fail-orphans --route %s fails it)", m.Route, m.Route)
+	case scheduled(m, now):
+		x.Reason, x.Until = "scheduled", utcPtr(m.DueAt)
+		x.Detail = fmt.Sprintf("scheduled: not sent before %s (in %s)", m.DueAt.UTC().Format(time.RFC3339), m.DueAt.Sub(now).Round(time.Millisecond))
 	case m.Status.Waiting():
 		if p, ok := e.operatorPause(m.Route, m.Lane, now); ok {
 			x.Reason, x.Until, x.Detail = "lane_paused", utcOrNil(p.Until), operatorDetail(p)

@@ -31,6 +31,9 @@ type SendRequest struct {
 	IdempotencyKey string
 	CoalesceKey    string
 	ExpiresAt      time.Time // zero: the route's max age, if any
+	// SendAt, when after now, keeps the message QUEUED and not due until
+	// then (at most MaxSendAhead ahead); zero or past means at once.
+	SendAt time.Time
 }
 
 // Send stores a new message for tenant in QUEUED and returns it once it is
@@ -61,13 +64,23 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 	if !req.ExpiresAt.IsZero() && !req.ExpiresAt.After(now) {
 		return nil, false, Invalid("expires_at", "%s is not in the future", req.ExpiresAt.Format(time.RFC3339))
 	}
+	due := now
+	if req.SendAt.After(now) {
+		if req.SendAt.Sub(now) > MaxSendAhead {
+			return nil, false, Invalid("send_at", "%s is more than %d days ahead", req.SendAt.Format(time.RFC3339), MaxSendAhead/(24*time.Hour))
+		}
+		if !req.ExpiresAt.IsZero() && !req.ExpiresAt.After(req.SendAt) {
+			return nil, false, Invalid("send_at", "%s is not before expires_at %s", req.SendAt.Format(time.RFC3339), req.ExpiresAt.Format(time.RFC3339))
+		}
+		due = req.SendAt
+	}
 	m = &Message{
 		ID: e.ids.next(now), Tenant: tenant, Route: req.Route, Target: req.Target,
 		Lane: req.Lane, Payload: req.Payload, Text: req.Text, Params: req.Params,
 		Priority: req.Priority, CorrelationID: req.CorrelationID,
 		IdempotencyKey: req.IdempotencyKey, CoalesceKey: req.CoalesceKey,
 		Status: StatusQueued, MaxAttempts: r.Policy.MaxAttempts,
-		CreatedAt: now, UpdatedAt: now, DueAt: now, ExpiresAt: req.ExpiresAt,
+		CreatedAt: now, UpdatedAt: now, DueAt: due, ExpiresAt: req.ExpiresAt,
 	}
 	if m.Lane == "" {
 		m.Lane = r.Lane
@@ -85,7 +98,7 @@ func (e *Engine) Send(ctx context.Context, tenant string, req SendRequest) (m *M
 		m.CoalesceKey = targetCoalesceKey(m.Target)
 	}
 	if m.ExpiresAt.IsZero() && r.Policy.MaxAge > 0 {
-		m.ExpiresAt = now.Add(r.Policy.MaxAge)
+		m.ExpiresAt = due.Add(r.Policy.MaxAge) // a scheduled message's age counts from its send_at
 	}
 	if err := r.Carrier.Validate(m); err != nil {
 		var invalid *InvalidError

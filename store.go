@@ -367,8 +367,13 @@ type Transition struct {
 	To    Status
 	Lease int64 // when non-zero, the lease the message must be under
 	At    time.Time
-	// Reason is recorded in the timeline entry.
+	// Reason is recorded in the timeline entry. A transition that keeps
+	// the status records an entry only when it has a Reason (an
+	// operator's send-now of a scheduled message).
 	Reason string
+	// Call, when not zero, is what the carrier answered to the call that
+	// this transition ends: its timeline entry keeps it.
+	Call Call
 
 	DueAt      time.Time // the message's new DueAt (zero clears it)
 	Deadline   time.Time // the new stage deadline (zero clears it)

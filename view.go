@@ -36,13 +36,23 @@ type MessageView struct {
 	Deduplicated bool `json:"deduplicated,omitempty"`
 }
 
-// TimelineView is the JSON shape of a TimelineEntry.
+// TimelineView is the JSON shape of a TimelineEntry. An entry that ends
+// an attempt also carries what the carrier answered (Call): answer, error
+// and duration_ms, absent on the other entries.
 type TimelineView struct {
 	At      time.Time `json:"at"`
 	From    Status    `json:"from"`
 	To      Status    `json:"to"`
 	Attempt int       `json:"attempt"`
 	Reason  string    `json:"reason"`
+	// Answer is the carrier's code: an HTTP status, a gRPC code, a
+	// vendor's code.
+	Answer string `json:"answer,omitempty"`
+	// Error is the failure's text (at most MaxCallError bytes).
+	Error string `json:"error,omitempty"`
+	// DurationMS is how long the call took, in milliseconds (absent when
+	// under one, or when no call ended the attempt: a timeout).
+	DurationMS int64 `json:"duration_ms,omitempty"`
 }
 
 // View returns the user-facing shape of m.
@@ -67,7 +77,8 @@ func (m *Message) View() MessageView {
 		v.ExpiresAt = utcPtr(m.ExpiresAt)
 	}
 	for _, e := range m.Timeline {
-		v.Timeline = append(v.Timeline, TimelineView{At: e.At.UTC(), From: e.From, To: e.To, Attempt: e.Attempt, Reason: e.Reason})
+		v.Timeline = append(v.Timeline, TimelineView{At: e.At.UTC(), From: e.From, To: e.To, Attempt: e.Attempt, Reason: e.Reason,
+			Answer: e.Answer, Error: e.Error, DurationMS: e.Duration.Milliseconds()})
 	}
 	return v
 }

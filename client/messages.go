@@ -45,6 +45,9 @@ type SendRequest struct {
 	// ExpiresAt is when the message fails "expired" wherever it is; zero
 	// means the route's policy max age.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// SendAt keeps the message QUEUED, not sent before it (at most 366
+	// days ahead); zero, or a time past, means at once.
+	SendAt time.Time `json:"send_at,omitzero"`
 }
 
 // SendResult is the answer of Send.
@@ -207,6 +210,44 @@ func (c *Client) Replay(ctx context.Context, id string) (herald.MessageView, err
 		return herald.MessageView{}, fmt.Errorf("herald: replay message %s: %w", id, err)
 	}
 	return v, nil
+}
+
+// SendNow makes a QUEUED message scheduled for later (SendAt), or a
+// TO_RETRY one, due now, and returns it (POST
+// /v1/messages/{id}/send-now); its timeline records it. Any other status
+// is a 409 not_waiting (IsConflict). It is retried on 503
+// store_unavailable, like Cancel.
+func (c *Client) SendNow(ctx context.Context, id string) (herald.MessageView, error) {
+	var v herald.MessageView
+	if _, err := c.call(ctx, call{method: http.MethodPost, path: messagePath(id, "/send-now"), out: &v, retry: true}); err != nil {
+		return herald.MessageView{}, fmt.Errorf("herald: send message %s now: %w", id, err)
+	}
+	return v, nil
+}
+
+// CancelFilter selects the waiting messages CancelMessages cancels: Route
+// is required, every other field optional, and every one given must match.
+type CancelFilter struct {
+	Route  string        `json:"route"`
+	Lane   string        `json:"lane,omitempty"`
+	Target string        `json:"target,omitempty"`
+	Status herald.Status `json:"status,omitempty"` // QUEUED or TO_RETRY; empty for both
+	// Before keeps the messages created before it; zero means any time.
+	Before time.Time `json:"before,omitzero"`
+}
+
+// CancelMessages cancels the waiting (QUEUED and TO_RETRY) messages that f
+// selects (POST /v1/messages/cancel) and returns how many; none in flight
+// is touched. It is retried on 503 store_unavailable: a retry cancels
+// only what the first try left.
+func (c *Client) CancelMessages(ctx context.Context, f CancelFilter) (int, error) {
+	var out struct {
+		Cancelled int `json:"cancelled"`
+	}
+	if _, err := c.call(ctx, call{method: http.MethodPost, path: "/v1/messages/cancel", in: f, out: &out, retry: true}); err != nil {
+		return 0, fmt.Errorf("herald: cancel messages of route %q: %w", f.Route, err)
+	}
+	return out.Cancelled, nil
 }
 
 // Explain says why the message is or is not moving (GET

@@ -108,6 +108,8 @@ var routes = []route{
 	{"GET", "/v1/messages/{id}", (*api).get},
 	{"POST", "/v1/messages/{id}/cancel", (*api).cancel},
 	{"POST", "/v1/messages/{id}/replay", (*api).replay},
+	{"POST", "/v1/messages/{id}/send-now", (*api).sendNow},
+	{"POST", "/v1/messages/cancel", (*api).cancelMessages},
 	{"GET", "/v1/messages/{id}/explain", (*api).explain},
 
 	{"GET", "/v1/dead-letters", (*api).deadLetters},

@@ -22,6 +22,7 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"
 	codeNotCancellable   = "not_cancellable"
 	codeNotReplayable    = "not_replayable"
+	codeNotWaiting       = "not_waiting"
 	codeStoreUnavailable = "store_unavailable"
 	codeInternal         = "internal"
 )
@@ -67,6 +68,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, codeNotCancellable, err.Error())
 	case errors.Is(err, herald.ErrNotReplayable):
 		writeError(w, http.StatusConflict, codeNotReplayable, err.Error())
+	case errors.Is(err, herald.ErrNotWaiting):
+		writeError(w, http.StatusConflict, codeNotWaiting, err.Error())
 	case errors.Is(err, herald.ErrStoreFull):
 		a.log.Debug("store full", "method", r.Method, "path", r.URL.Path, "err", err) // the engine logs it once
 		w.Header().Set("Retry-After", "5")

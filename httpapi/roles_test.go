@@ -53,8 +53,8 @@ func TestReadOnlyKeyMayOnlyRead(t *testing.T) {
 		wantError(t, f.browser(op.Method, path, "reader", session), http.StatusForbidden, codeForbidden)
 		refused++
 	}
-	if refused < 16 {
-		t.Errorf("%d POST and DELETE operations refused, want every one (at least 16)", refused)
+	if refused < 18 {
+		t.Errorf("%d POST and DELETE operations refused, want every one (at least 18)", refused)
 	}
 	if v := decode[listBody](t, f.do("GET", "/v1/dead-letters", keyA, "")).Messages; len(v) != 1 {
 		t.Errorf("dead letters after the refusals: %d, want the one still there", len(v))

@@ -20,6 +20,7 @@ type sendBody struct {
 	IdempotencyKey string            `json:"idempotency_key"`
 	CoalesceKey    string            `json:"coalesce_key"`
 	ExpiresAt      bodyTime          `json:"expires_at"`
+	SendAt         bodyTime          `json:"send_at"`
 }
 
 // request checks b and returns it as the engine's SendRequest. The target
@@ -48,10 +49,14 @@ func (b *sendBody) request() (herald.SendRequest, *requestError) {
 	if bad != nil {
 		return herald.SendRequest{}, bad
 	}
+	sendAt, bad := b.SendAt.parse("send_at")
+	if bad != nil {
+		return herald.SendRequest{}, bad
+	}
 	return herald.SendRequest{
 		Route: b.Route, Target: b.Target, Payload: payload, Text: b.Text, Params: b.Params,
 		Priority: b.Priority, Lane: b.Lane, CorrelationID: b.CorrelationID,
-		IdempotencyKey: b.IdempotencyKey, CoalesceKey: b.CoalesceKey, ExpiresAt: expires,
+		IdempotencyKey: b.IdempotencyKey, CoalesceKey: b.CoalesceKey, ExpiresAt: expires, SendAt: sendAt,
 	}, nil
 }
 

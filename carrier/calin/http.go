@@ -139,9 +139,14 @@ func (w wire) post(ctx context.Context, path string, body any, bearer string) (a
 // waiting for the vendor, is in doubt (the vendor may still act on the
 // request); 408 and the other 5xx are transient, 429 and 503 with a
 // Retry-After a "not now"; any other 3xx or 4xx is permanent, since the
-// same request would get the same answer.
+// same request would get the same answer. The error carries the status
+// (herald.WithAnswer).
 func (w wire) statusError(a answer, detail string) error {
-	err := fmt.Errorf("%s%s", statusText(a.status), detail)
+	return herald.WithAnswer(strconv.Itoa(a.status), w.classifyStatus(a, fmt.Errorf("%s%s", statusText(a.status), detail)))
+}
+
+// classifyStatus is statusError's err, classified by a's status.
+func (w wire) classifyStatus(a answer, err error) error {
 	switch {
 	case a.status == http.StatusGatewayTimeout:
 		return &doubtError{err}

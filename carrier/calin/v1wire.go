@@ -88,11 +88,11 @@ func (w wire) parseV1Create(a answer) (string, error) {
 	}
 	switch code {
 	case v1ResultRejected:
-		return "", herald.Permanent(fmt.Errorf("rejected at once (%s): a token possibly already delivered", env.reason(w)))
+		return "", herald.WithAnswer("ResultCode "+code, herald.Permanent(fmt.Errorf("rejected at once (%s): a token possibly already delivered", env.reason(w))))
 	case v1ResultOK:
 		return "", &doubtError{fmt.Errorf("the API answered %s without a TaskNo", env.reason(w))}
 	}
-	return "", fmt.Errorf("the task was not created: %s", env.reason(w))
+	return "", herald.WithAnswer("ResultCode "+w.clean(code), fmt.Errorf("the task was not created: %s", env.reason(w)))
 }
 
 // parseV1Result reads the answer of a poll: Result.Status null, "unknown"

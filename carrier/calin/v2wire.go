@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,7 +140,7 @@ func (w wire) parseV2Create(a answer) (string, error) {
 		return "", err
 	}
 	if code != 0 {
-		return "", fmt.Errorf("the task was not created: %s", env.reason(w, code))
+		return "", herald.WithAnswer("code "+strconv.Itoa(code), fmt.Errorf("the task was not created: %s", env.reason(w, code)))
 	}
 	var items []struct {
 		ID flexString `json:"id"`

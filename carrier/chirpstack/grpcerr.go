@@ -22,13 +22,34 @@ func (c *Carrier) authorized(ctx context.Context) context.Context {
 // foreign key).
 const fkUnknownDevice = "device_queue_item_dev_eui_fkey"
 
-// callError classifies the error of a gRPC call about a device; see the
-// package comment.
+// callError classifies the error of a gRPC call about a device (see the
+// package comment); it carries the call's gRPC code (herald.WithAnswer).
 func callError(method, devEUI string, err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return fmt.Errorf("chirpstack: %s %s: %w", method, devEUI, err)
 	}
+	return herald.WithAnswer(codeName(st.Code()), classify(method, devEUI, st))
+}
+
+// codeName returns c as gRPC's specification names it: UNAVAILABLE,
+// DEADLINE_EXCEEDED, OK.
+func codeName(c codes.Code) string {
+	if c == codes.OK {
+		return "OK"
+	}
+	var b strings.Builder
+	for i, r := range c.String() {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// classify is callError's error of a call that answered st.
+func classify(method, devEUI string, st *status.Status) error {
 	desc := clean(st.Message())
 	e := fmt.Errorf("chirpstack: %s %s: %s", method, devEUI, st.Code())
 	if desc != "" {

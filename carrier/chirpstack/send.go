@@ -81,7 +81,7 @@ func (c *Carrier) enqueue(ctx context.Context, m *herald.Message, o options) (he
 		// queue it twice.
 		return herald.SendResult{}, herald.Permanent(errors.New("chirpstack: Enqueue accepted the item but returned no queue item id"))
 	}
-	return herald.SendResult{ExternalID: resp.GetId()}, nil
+	return herald.SendResult{ExternalID: resp.GetId(), Answer: codeName(codes.OK)}, nil
 }
 
 // queuedItem returns the id of the untransmitted item of items that an

@@ -80,7 +80,8 @@ func (c *Carrier) sendMessage(ctx context.Context, r request) (string, error) {
 	if readErr != nil && resp.StatusCode/100 == 2 {
 		return "", fmt.Errorf("sendMessage: %d: reading the answer: %s", resp.StatusCode, c.redact(readErr.Error()))
 	}
-	return c.parseResponse(resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	id, err := c.parseResponse(resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	return id, herald.WithAnswer(strconv.Itoa(resp.StatusCode), err) // the timeline keeps the status
 }
 
 // parseResponse classifies an answer of sendMessage: its HTTP status, its

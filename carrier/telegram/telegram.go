@@ -365,16 +365,17 @@ func (c *Carrier) pause(ctx context.Context) error {
 	}
 }
 
-// prefixed puts prefix before err's text, keeping its class: permanent,
-// "not now", or transient.
+// prefixed puts prefix before err's text, keeping its class (permanent,
+// "not now", or transient) and its answer code.
 func prefixed(err error, prefix string) error {
 	var ra *herald.RetryAfterError
 	var pe *herald.PermanentError
+	answer := herald.AnswerOf(err)
 	switch {
 	case errors.As(err, &ra):
-		return herald.RetryAfter(ra.After, fmt.Errorf("%s%w", prefix, ra.Err))
+		return herald.WithAnswer(answer, herald.RetryAfter(ra.After, fmt.Errorf("%s%w", prefix, ra.Err)))
 	case errors.As(err, &pe):
-		return herald.Permanent(fmt.Errorf("%s%w", prefix, pe.Err))
+		return herald.WithAnswer(answer, herald.Permanent(fmt.Errorf("%s%w", prefix, pe.Err)))
 	}
 	return fmt.Errorf("%s%w", prefix, err)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ type Carrier struct {
 	client  *http.Client
 	now     func() time.Time
 	// do is httpsend.Do, or DoTenant for a TenantURL.
-	do func(*http.Client, *http.Request, func() time.Time) (http.Header, error)
+	do func(*http.Client, *http.Request, func() time.Time) (*http.Response, error)
 }
 
 var _ herald.Carrier = (*Carrier)(nil)
@@ -137,9 +138,9 @@ func (c *Carrier) SendWithHeaders(ctx context.Context, m *herald.Message, header
 	if err != nil {
 		return herald.SendResult{}, herald.Permanent(err)
 	}
-	h, err := c.do(c.client, req, c.now)
+	resp, err := c.do(c.client, req, c.now)
 	if err != nil {
 		return herald.SendResult{}, err
 	}
-	return herald.SendResult{ExternalID: h.Get("X-Request-Id")}, nil
+	return herald.SendResult{ExternalID: resp.Header.Get("X-Request-Id"), Answer: strconv.Itoa(resp.StatusCode)}, nil
 }

@@ -120,7 +120,7 @@ func pathWithQuery(path string, q url.Values) string {
 }
 
 func clientCommands() []*cobra.Command {
-	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), idCommand("cancel", "Cancel a QUEUED or TO_RETRY message"), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), dlqCommand(), eventsCommand(),
+	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), cancelCommand(), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), sendNowCommand(), dlqCommand(), eventsCommand(),
 		lanesCommand(), statsCommand(), healthCommand(),
 		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand(), routesCommand()}
 }
@@ -128,7 +128,7 @@ func clientCommands() []*cobra.Command {
 func sendCommand() *cobra.Command {
 	var c clientFlags
 	var req client.SendRequest
-	var payload, hexPayload, expiresAt string
+	var payload, hexPayload, expiresAt, sendAt string
 	cmd := &cobra.Command{
 		Use:   "send --route NAME [--target T] (--text TEXT | --payload BASE64 | --hex HEX)",
 		Short: "Send one message",
@@ -158,6 +158,13 @@ func sendCommand() *cobra.Command {
 				}
 				req.ExpiresAt = t
 			}
+			if sendAt != "" {
+				t, err := time.Parse(time.RFC3339, sendAt)
+				if err != nil {
+					return fmt.Errorf("--send-at: %q is not an RFC 3339 time (e.g. 2025-01-02T15:04:05Z)", sendAt)
+				}
+				req.SendAt = t
+			}
 			return c.print(cmd, http.MethodPost, "/v1/messages", req)
 		},
 	}
@@ -175,6 +182,7 @@ func sendCommand() *cobra.Command {
 	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "repeat sends with this key return the first message")
 	f.StringVar(&req.CoalesceKey, "coalesce-key", "", "replace a waiting older message with this key")
 	f.StringVar(&expiresAt, "expires-at", "", "RFC 3339 time after which the message fails")
+	f.StringVar(&sendAt, "send-at", "", "RFC 3339 time before which the message is not sent (at most 366 days ahead)")
 	_ = cmd.MarkFlagRequired("route")
 	return cmd
 }

@@ -32,7 +32,8 @@ routes:
 }
 
 // cliAt runs the herald command line args against srv, with its key, and
-// returns what it printed as JSON; stdin is empty (not a terminal).
+// returns what it printed as JSON (-o json); stdin is empty (not a
+// terminal).
 func cliAt(t *testing.T, srv *serverProc, args ...string) (string, error) {
 	t.Helper()
 	cmd := rootCommand()

@@ -3,12 +3,42 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/heraldmq/herald/client"
 )
+
+// lanesCommand is `herald lanes`: the busiest lanes and the operator's
+// pauses, and its pause and resume subcommands.
+func lanesCommand() *cobra.Command {
+	var (
+		c     clientFlags
+		route string
+		limit int
+	)
+	lanes := &cobra.Command{
+		Use: "lanes", Short: "List the busiest lanes and the operator's pauses; pause or resume a lane or a route", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			if route != "" {
+				q.Set("route", route)
+			}
+			if limit > 0 {
+				q.Set("limit", strconv.Itoa(limit))
+			}
+			return c.print(cmd, http.MethodGet, pathWithQuery("/v1/lanes", q), nil)
+		},
+	}
+	addClientFlags(lanes, &c)
+	lanes.Flags().StringVar(&route, "route", "", "only this route's lanes")
+	lanes.Flags().IntVar(&limit, "limit", 0, "at most this many lanes (default 20)")
+	lanes.AddCommand(pauseCommand(), resumeCommand())
+	return lanes
+}
 
 // pauseCommand is `herald lanes pause`.
 func pauseCommand() *cobra.Command {

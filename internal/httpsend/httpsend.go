@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,16 +69,18 @@ func ParseURL(s string) (*url.URL, error) {
 }
 
 // Do sends req with client and classifies the outcome:
-//   - 2xx: the response header and a nil error;
+//   - 2xx: the response (its body read and closed) and a nil error;
 //   - 408, 429, 5xx, network failures and timeouts: a plain (transient)
 //     error; a 429 or 503 with a Retry-After header (delta-seconds or an
 //     HTTP date, measured from now()) is wrapped in herald.RetryAfter;
 //   - anything else: herald.Permanent.
 //
+// An error of an answer carries its status code (herald.WithAnswer).
+//
 // The response body is drained (up to MaxBodyRead) and closed. Error texts
 // name the method, the URL's scheme and host (Redact), the status and the
 // start of the body.
-func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Header, error) {
+func Do(client *http.Client, req *http.Request, now func() time.Time) (*http.Response, error) {
 	return do(client, req, now, false)
 }
 
@@ -86,11 +89,11 @@ func Do(client *http.Client, req *http.Request, now func() time.Time) (http.Head
 // code and standard text, not its reason phrase, and of its body only a
 // short excerpt (see excerpt) of a 4xx or 5xx answer that is not HTML.
 // A connection the egress policy refused (Egress) fails for good.
-func DoTenant(client *http.Client, req *http.Request, now func() time.Time) (http.Header, error) {
+func DoTenant(client *http.Client, req *http.Request, now func() time.Time) (*http.Response, error) {
 	return do(client, req, now, true)
 }
 
-func do(client *http.Client, req *http.Request, now func() time.Time, tenant bool) (http.Header, error) {
+func do(client *http.Client, req *http.Request, now func() time.Time, tenant bool) (*http.Response, error) {
 	where := req.Method + " " + Redact(req.URL)
 	resp, err := client.Do(req)
 	if err != nil {
@@ -107,7 +110,7 @@ func do(client *http.Client, req *http.Request, now func() time.Time, tenant boo
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxBodyRead))
 	resp.Body.Close()
 	if resp.StatusCode/100 == 2 {
-		return resp.Header, nil
+		return resp, nil
 	}
 	status := resp.Status
 	if status == "" || tenant {
@@ -117,7 +120,7 @@ func do(client *http.Client, req *http.Request, now func() time.Time, tenant boo
 	if tenant {
 		quoted = excerpt(resp, body)
 	}
-	err = fmt.Errorf("webhook: %s: %s%s", where, strings.TrimSpace(status), quoted)
+	err = herald.WithAnswer(strconv.Itoa(resp.StatusCode), fmt.Errorf("webhook: %s: %s%s", where, strings.TrimSpace(status), quoted))
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusServiceUnavailable:
 		// "Not now": with a Retry-After, the route's lane waits that long.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/entryreason"
 	"github.com/heraldmq/herald/internal/unixms"
 )
 
@@ -242,8 +243,9 @@ func withTimeline(h map[string]string) (*herald.Message, error) {
 }
 
 // decodeEntry parses the timeline entry at the start of t,
-// at|from|to|attempt|n|reason with n the length of reason, and returns the
-// rest of t.
+// at|from|to|attempt|n|reason with n the length of reason (which holds
+// the carrier's answer on an entry that ends an attempt: see package
+// entryreason), and returns the rest of t.
 func decodeEntry(t string) (herald.TimelineEntry, string, error) {
 	f := strings.SplitN(t, "|", 6)
 	if len(f) != 6 {
@@ -255,7 +257,8 @@ func decodeEntry(t string) (herald.TimelineEntry, string, error) {
 	if err1 != nil || err2 != nil || err3 != nil || n < 0 || n > len(f[5]) {
 		return herald.TimelineEntry{}, "", fmt.Errorf("malformed timeline %q", t)
 	}
-	e := herald.TimelineEntry{At: unixms.Time(at), From: herald.Status(f[1]), To: herald.Status(f[2]), Attempt: attempt, Reason: f[5][:n]}
+	e := herald.TimelineEntry{At: unixms.Time(at), From: herald.Status(f[1]), To: herald.Status(f[2]), Attempt: attempt}
+	e.Reason, e.Call = entryreason.Decode(f[5][:n])
 	return e, f[5][n:], nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/entryreason"
 	"github.com/heraldmq/herald/internal/unixms"
 )
 
@@ -118,7 +119,7 @@ func (s *Store) Transition(ctx context.Context, t herald.Transition) error {
 	}
 	enc := newEncoding()
 	args := append(slices.Grow(enc.args, 15+len(t.Notify)), t.ID, string(t.From), string(t.To), t.Lease, unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
-		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, attempts, t.Reason, pause, t.RequireSubscription, encodeResult(t.Result))
+		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, attempts, entryreason.Encode(t.Reason, t.Call), pause, t.RequireSubscription, encodeResult(t.Result))
 	for _, sub := range t.Notify {
 		args = append(args, sub)
 	}

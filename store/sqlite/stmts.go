@@ -271,9 +271,9 @@ func (st *writeStmts) defs() []stmtDef {
 		// change in flight, ended] each in the JSON array ?1: an end (a
 		// terminal status) lets a held lane admit again.
 		{&st.laneFlights, `UPDATE lanes SET inflight = inflight + f.delta,
-				ready_at = CASE WHEN held = 1 AND f.ended THEN 0 ELSE ready_at END,
+				ready_at = CASE WHEN (held = 1 AND f.ended) OR f.sooner THEN 0 ELSE ready_at END,
 				held = CASE WHEN f.ended THEN 0 ELSE held END
-			FROM (SELECT value ->> 0 AS route, value ->> 1 AS lane, value ->> 2 AS delta, value ->> 3 AS ended
+			FROM (SELECT value ->> 0 AS route, value ->> 1 AS lane, value ->> 2 AS delta, value ->> 3 AS ended, value ->> 4 AS sooner
 				FROM json_each(?1)) AS f
 			WHERE lanes.route = f.route AND lanes.lane = f.lane`},
 		{&st.laneDispatched, `UPDATE lanes SET next_at = ?3, tokens = ?4, tokens_at = ?5, ready_at = ?6

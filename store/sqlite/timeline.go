@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/entryreason"
 	"github.com/heraldmq/herald/internal/unixms"
 )
 
@@ -16,7 +17,8 @@ import (
 //	attempt|at|from|to|reason
 //
 // where at is in unix milliseconds, from is empty for the creation entry
-// and reason is quoted as a Go string literal (strconv.Quote), so that it
+// and reason, with the carrier's answer on an entry that ends an attempt
+// (package entryreason), is quoted as a Go string literal (strconv.Quote), so that it
 // holds neither '\n' nor a field the parser could misread. Writes only ever
 // append to it, in the statement that changes the status. The attempt comes
 // first because the UPDATEs compute it: they append the new attempt number
@@ -41,7 +43,7 @@ func entryTail(at time.Time, from, to herald.Status, reason string) string {
 
 // encodeEntry returns e as a timeline line.
 func encodeEntry(e herald.TimelineEntry) string {
-	return strconv.Itoa(e.Attempt) + entryTail(e.At, e.From, e.To, e.Reason)
+	return strconv.Itoa(e.Attempt) + entryTail(e.At, e.From, e.To, entryreason.Encode(e.Reason, e.Call))
 }
 
 // parseTimeline is the inverse of a sequence of encodeEntry.
@@ -76,6 +78,7 @@ func parseEntry(line string) (herald.TimelineEntry, error) {
 	if err != nil {
 		return e, fmt.Errorf("reason: %w", err)
 	}
-	e.Attempt, e.At, e.From, e.To, e.Reason = attempt, unixms.Time(at), herald.Status(f[2]), herald.Status(f[3]), reason
+	e.Attempt, e.At, e.From, e.To = attempt, unixms.Time(at), herald.Status(f[2]), herald.Status(f[3])
+	e.Reason, e.Call = entryreason.Decode(reason)
 	return e, nil
 }

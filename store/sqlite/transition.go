@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/internal/entryreason"
 	"github.com/heraldmq/herald/internal/unixms"
 )
 
@@ -73,7 +74,7 @@ func (s *Store) ClaimPoll(ctx context.Context, id string, lease int64, due, unti
 // applies it and appends its timeline entry. On ErrConflict and
 // ErrNotFound it has changed nothing.
 func (tx *wtx) transition(t herald.Transition) error {
-	moved := t.To != t.From
+	moved := t.To != t.From || t.Reason != ""
 	result, err := encodeParams(t.Result)
 	if err != nil {
 		return err
@@ -87,7 +88,7 @@ func (tx *wtx) transition(t herald.Transition) error {
 		string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 		unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
 		t.ID, string(t.From), t.Lease,
-		moved, entryTail(t.At, t.From, t.To, t.Reason), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON, tx.keptJSON, result,
+		moved, entryTail(t.At, t.From, t.To, entryreason.Encode(t.Reason, t.Call)), t.UndoAttempt, requeued(t), tx.gatedJSON, tx.orderedJSON, tx.keptJSON, result,
 	).Scan(&seq, &gated, &route, &lane, &prio)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tx.missing(t.ID)
@@ -139,7 +140,7 @@ func (tx *wtx) transitions(ts []*herald.Transition) (outcomes []error, err error
 			t.ID, string(t.From), t.Lease,
 			string(t.To), unixms.From(t.At), unixms.From(t.DueAt), unixms.From(t.Deadline),
 			unixms.From(t.ExpiresAt), t.ExternalID, t.LastError, t.ResetAttempts, t.To.InFlight(),
-			t.To != t.From, entryTail(t.At, t.From, t.To, t.Reason))
+			t.To != t.From || t.Reason != "", entryTail(t.At, t.From, t.To, entryreason.Encode(t.Reason, t.Call)))
 	}
 	rows, err := stmt.Query(args...)
 	type applied struct {
@@ -191,7 +192,10 @@ type laneFlights map[herald.LaneRef]*laneFlight
 type laneFlight struct {
 	delta int  // flights started less flights ended
 	ended bool // a message became terminal: a held lane may admit again
-	kept  bool // the lane is a kept route's
+	// sooner: a QUEUED message became due sooner (an operator's send-now):
+	// a lane parked until its messages are due is looked at again.
+	sooner bool
+	kept   bool // the lane is a kept route's
 	// queued counts the messages that became QUEUED less those that left
 	// it, and requeued is the first in claim order of those that became
 	// QUEUED, on a kept route's lane.
@@ -204,7 +208,10 @@ type laneFlight struct {
 // is not counted: claimedFrom and pickKept record it; nor is the end of an
 // orphan's flight, which held no slot (takeOver).
 func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to herald.Status, orphan bool) {
-	if (gated != gatedLanes && gated != gatedKept) || from == to || (from == herald.StatusQueued && to == herald.StatusSentToNS) {
+	// sooner: a message QUEUED again or due sooner (an operator's
+	// send-now), which the lane's claims must look for again.
+	sooner := to == herald.StatusQueued && (from == to || from == herald.StatusToRetry)
+	if (gated != gatedLanes && gated != gatedKept) || (from == to && !sooner) || (from == herald.StatusQueued && to == herald.StatusSentToNS) {
 		return
 	}
 	delta := boolInt(to.InFlight()) - boolInt(from.InFlight())
@@ -215,7 +222,7 @@ func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to h
 	if gated == gatedKept {
 		queued = boolInt(to == herald.StatusQueued) - boolInt(from == herald.StatusQueued)
 	}
-	if delta == 0 && queued == 0 && !to.Terminal() {
+	if delta == 0 && queued == 0 && !to.Terminal() && !sooner {
 		return
 	}
 	if *f == nil {
@@ -233,6 +240,7 @@ func (f *laneFlights) add(gated int, route, lane string, key keptKey, from, to h
 	l.delta += delta
 	l.queued += queued
 	l.ended = l.ended || to.Terminal()
+	l.sooner = l.sooner || sooner
 }
 
 // orphanLands reports whether t ends the flight of an orphan (takeOver),
@@ -247,13 +255,13 @@ func (tx *wtx) recordFlights(flights laneFlights) error {
 	if len(flights) == 0 {
 		return nil
 	}
-	rows := make([][4]any, 0, len(flights))
+	rows := make([][5]any, 0, len(flights))
 	for ref, l := range flights {
 		if l.kept {
 			tx.kept.changed(ref, l.delta, l.queued, l.requeued)
 			continue
 		}
-		rows = append(rows, [4]any{ref.Route, ref.Lane, l.delta, l.ended})
+		rows = append(rows, [5]any{ref.Route, ref.Lane, l.delta, l.ended, l.sooner})
 	}
 	if len(rows) == 0 {
 		return nil

@@ -40,6 +40,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) herald.Store) {
 		{"Coalesce", testCoalesce},
 		{"Claim", testClaim},
 		{"Transition", testTransition},
+		{"Timeline", testTimeline},
 		{"Release", testRelease},
 		{"Overdue", testOverdue},
 		{"ClaimPoll", testClaimPoll},
@@ -261,7 +262,7 @@ func diffMessage(got, want *herald.Message) []string {
 func checkEntry(t *testing.T, what string, got, want herald.TimelineEntry) {
 	t.Helper()
 	if !sameTime(got.At, want.At) || got.From != want.From || got.To != want.To ||
-		got.Attempt != want.Attempt || got.Reason != want.Reason {
+		got.Attempt != want.Attempt || got.Reason != want.Reason || got.Call != want.Call {
 		t.Errorf("%s: timeline entry %+v, want %+v", what, got, want)
 	}
 }

@@ -23,10 +23,13 @@
     lane_paused: 'Its lane is paused: by an operator, or because the carrier asked herald to wait.',
     route_missing: 'Its route is not in the configuration: it waits until the route is back.',
     ordered_behind: 'Its target takes messages one at a time, in order, and an earlier one goes first.',
+    scheduled: 'It is scheduled: it is not sent before its time.',
   };
   const waiting = (s) => s === 'QUEUED' || s === 'TO_RETRY';
   const terminal = (s) => s === 'DELIVERY_SUCCESSFUL' || s === 'DELIVERY_FAILED' || s === 'CANCELLED';
   const replayable = (s) => s === 'DELIVERY_FAILED' || s === 'CANCELLED';
+  // A message an operator may send now: scheduled for later, or waiting to retry.
+  const sendable = (m) => m.status === 'TO_RETRY' || (m.status === 'QUEUED' && !!m.next_attempt_at && new Date(m.next_attempt_at) > Date.now());
 
   // ---- DOM helpers -------------------------------------------------------
 
@@ -426,6 +429,7 @@
     for (const s of ['#timeline', '#msg-details']) delete $(s).dataset.sig;
     const cancel = $('#msg-cancel');
     const replay = $('#msg-replay');
+    const sendNow = $('#msg-send-now');
     const path = `/v1/messages/${enc(id)}`;
     const p = poller(async (live) => {
       let m;
@@ -460,6 +464,7 @@
       if (ok) act('cancel', 'Cancelled: the message will not be sent.');
     };
     replay.onclick = () => act('replay', 'Replayed: the message is queued again, with its attempts reset.');
+    sendNow.onclick = () => act('send-now', 'Sent now: the message is due at once.');
     return p;
   }
 
@@ -472,6 +477,7 @@
     $('#msg-status-words').textContent = `${WORDS[m.status] || m.status}; attempt ${m.attempt} of ${m.max_attempts}`;
     $('#msg-cancel').hidden = !waiting(m.status);
     $('#msg-replay').hidden = !replayable(m.status);
+    $('#msg-send-now').hidden = !sendable(m);
 
     if (x) {
       $('#msg-explain-headline').textContent = EXPLAIN[x.reason] || x.reason;
@@ -494,8 +500,12 @@
         e.attempt ? el('span', { class: 'attempt', text: ` · attempt ${e.attempt}` }) : null,
         prev ? el('span', { class: 'gap', text: ` · +${fmtDur(new Date(e.at) - new Date(prev.at))} after the step before` }) : null,
         e.reason ? el('span', { class: 'reason', text: e.reason }) : null,
-        // The carrier's answer belongs to the failure it caused.
-        i === tl.length - 1 && m.last_error && (e.to === 'DELIVERY_FAILED' || e.to === 'TO_RETRY')
+        // What the carrier answered to the attempt this entry ends.
+        e.answer || e.duration_ms ? el('span', { class: 'reason answer', text:
+          `Carrier answered ${e.answer || '(no code)'}${e.duration_ms ? ` in ${fmtDur(e.duration_ms)}` : ''}` }) : null,
+        e.error ? el('span', { class: 'reason error-text', text: `Error: ${e.error}` }) : null,
+        // An entry kept before answers were: the last error belongs to the failure it caused.
+        !e.error && i === tl.length - 1 && m.last_error && (e.to === 'DELIVERY_FAILED' || e.to === 'TO_RETRY')
           ? el('span', { class: 'reason error-text', text: `Error: ${m.last_error}` }) : null);
     }));
     const end = terminal(m.status) && tl.length ? new Date(tl[tl.length - 1].at) : new Date();

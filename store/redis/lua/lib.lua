@@ -581,7 +581,7 @@ local function move(m, to, at, reason, due, deadline, expires, ext, err, attempt
 	elseif attempts == 'undo' then
 		m.attempt = math.max(0, m.attempt - 1)
 	end
-	local moved = to ~= from
+	local moved = to ~= from or reason ~= '' -- a reason records an entry even when the status stays
 	if moved then
 		m.st, m.updated, m.seq = to, at, m.seq + 1
 		if not inflight(to) then
