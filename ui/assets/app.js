@@ -218,12 +218,20 @@
 
   // ---- Overview ----------------------------------------------------------
 
+  // The orphaned routes are read every ORPHANS_EVERY refreshes only: they
+  // change with a restart or an operator's act, and counting them costs the
+  // store a count of every message.
+  const ORPHANS_EVERY = 5;
   function overview() {
+    let ticks = 0;
+    let orphaned = [];
     return poller(async (live) => {
-      const [h, lanes, routes] = await Promise.all([api('GET', '/v1/health'), api('GET', '/v1/lanes?limit=10'), api('GET', '/v1/routes')]);
+      const [h, lanes, routes] = await Promise.all([api('GET', '/v1/health'), api('GET', '/v1/lanes?limit=10'),
+        ticks++ % ORPHANS_EVERY === 0 ? api('GET', '/v1/routes') : null]);
+      if (routes) orphaned = routes.orphaned || [];
       if (!live()) return;
       renderOverview(h, lanes.lanes || []);
-      renderHolds(lanes.pauses || [], routes.orphaned || []);
+      renderHolds(lanes.pauses || [], orphaned);
     }, 2000);
   }
 
