@@ -78,6 +78,9 @@ func (e *Engine) explainEnd(x *Explanation, m *Message) {
 	case end.Reason == "carrier timeout":
 		x.Detail = withErr("carrier timeout: the carrier did not confirm the delivery in time")
 		helps(true, "a replay can help once the carrier or the recipient answers again")
+	case end.Reason == "subscription deleted":
+		x.Detail = "its room's subscription was deleted while it was sent"
+		helps(false, "a replay cannot send it: its subscription is gone")
 	default:
 		x.Detail = withErr(fmt.Sprintf("the message ended %s (%s)", m.Status, end.Reason))
 		helps(true, "a replay sends it again")

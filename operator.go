@@ -51,6 +51,7 @@ func (e *Engine) SendNow(ctx context.Context, tenant, id string) (*Message, erro
 		if err != nil {
 			return nil, err
 		}
+		e.log.Info("sent now by an operator", "id", m.ID, "route", m.Route, "from", m.Status, "due", m.DueAt)
 		e.nudge(e.wake)
 		return e.Get(ctx, tenant, id)
 	}
@@ -104,6 +105,10 @@ func (e *Engine) CancelMessages(ctx context.Context, tenant string, f CancelFilt
 		}
 	}
 	n := 0
+	defer func() {
+		e.log.Info("bulk cancel", "tenant", tenant, "route", f.Route, "lane", f.Lane, "target", f.Target, "status", f.Status,
+			"matched", len(all), "cancelled", n)
+	}()
 	for _, m := range all {
 		err := e.transition(ctx, m, Transition{From: m.Status, To: StatusCancelled, Reason: "cancelled by user"})
 		switch {

@@ -628,7 +628,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 		if last := steps[len(steps)-1]; last.To != "DELIVERY_FAILED" || !strings.Contains(last.Text, sinkError) || !strings.Contains(last.Text, "Carrier answered 400") {
 			t.Errorf("the last step %+v does not show the sink's answer %q", last, sinkError)
 		}
-		if x := eval[string](tb, `document.getElementById("msg-explain-detail").textContent`); !strings.Contains(x, "permanent error") || !strings.Contains(x, sinkError) {
+		if x := eval[string](tb, `document.getElementById("msg-explain-detail").textContent`); !strings.Contains(strings.ToLower(x), "permanent error") || !strings.Contains(x, sinkError) {
 			t.Errorf("explain = %q", x)
 		}
 		if hidden := eval[[]bool](tb, `[document.getElementById("msg-replay").hidden, document.getElementById("msg-cancel").hidden]`); hidden[0] || !hidden[1] {

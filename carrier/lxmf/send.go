@@ -143,8 +143,14 @@ func (c *Carrier) askPath(m *herald.Message, dest reticulum.Hash, counted bool, 
 // answer: a path asked for when there was none after all, a permanent
 // error for what no retry changes, a transient one otherwise (a link that
 // could not be established: its path is asked for again, as the
-// reference does).
+// reference does). The error carries the outcome as its answer code
+// ("no path", "rejected"), which the message's timeline keeps.
 func (c *Carrier) failed(m *herald.Message, dest reticulum.Hash, res lxm.Result) error {
+	return herald.WithAnswer(res.Outcome.String(), c.failure(m, dest, res))
+}
+
+// failure is failed's error, classified.
+func (c *Carrier) failure(m *herald.Message, dest reticulum.Hash, res lxm.Result) error {
 	switch res.Outcome {
 	case lxm.NoPath, lxm.NoIdentity:
 		return c.askPath(m, dest, !c.waits(m), res.Outcome.String())
@@ -173,9 +179,9 @@ func (c *Carrier) sent(ctx context.Context, m *herald.Message, msg *lxm.Message,
 		switch res := d.Result(); res.Outcome {
 		case lxm.Delivered, lxm.Accepted: // proved while the rest went out: its event follows
 		case lxm.Rejected:
-			return herald.SendResult{}, herald.Permanent(fmt.Errorf("rejected: %w", res.Err))
+			return herald.SendResult{}, herald.WithAnswer(res.Outcome.String(), herald.Permanent(fmt.Errorf("rejected: %w", res.Err)))
 		default:
-			return herald.SendResult{}, fmt.Errorf("%s: %v", res.Outcome, res.Err)
+			return herald.SendResult{}, herald.WithAnswer(res.Outcome.String(), fmt.Errorf("%s: %v", res.Outcome, res.Err))
 		}
 	default:
 	}

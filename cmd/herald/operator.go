@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -34,7 +33,7 @@ func cancelCommand() *cobra.Command {
 				if bulk {
 					return fmt.Errorf("give an ID or the filters (--route ...), not both")
 				}
-				return c.print(cmd, http.MethodPost, "/v1/messages/"+url.PathEscape(args[0])+"/cancel", nil)
+				return c.showMessage(cmd, http.MethodPost, args[0], "/cancel", renderAny)
 			}
 			if f.Route == "" {
 				return fmt.Errorf("give the ID of a message to cancel, or --route (and filters) to cancel a route's waiting messages")
@@ -84,19 +83,4 @@ func waitingOf(f client.CancelFilter, status, before string) string {
 		}
 	}
 	return what
-}
-
-// sendNowCommand is herald send-now ID.
-func sendNowCommand() *cobra.Command {
-	var c clientFlags
-	cmd := &cobra.Command{
-		Use:   "send-now ID",
-		Short: "Send a scheduled (send_at) or TO_RETRY message now",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.print(cmd, http.MethodPost, "/v1/messages/"+url.PathEscape(args[0])+"/send-now", nil)
-		},
-	}
-	addClientFlags(cmd, &c)
-	return cmd
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,10 +90,38 @@ func testTimeline(t *testing.T, open opener) {
 		}
 	})
 
+	// A message waiting to retry an hour from now, QUEUED due now (an
+	// operator's send-now), is claimed at once, through its lane too.
+	for _, rule := range []herald.Admission{{}, {Concurrency: 2}, {Concurrency: 2, ClaimAhead: 4}} {
+		t.Run("RetryDueNow/gated="+strconv.FormatBool(rule.Gated())+",ahead="+strconv.Itoa(rule.ClaimAhead), func(t *testing.T) {
+			h := open(t)
+			if rule.Gated() {
+				h.admit(map[string]herald.Admission{"g": rule})
+			}
+			m := newMessage("g")
+			m.Lane = "dcu-1"
+			h.create(m)
+			c := h.claimKept("n1", 10, map[string]int{"g": 10}, nil)
+			if len(c) != 1 {
+				t.Fatalf("first claim = %v, want %s", ids(c), m.ID)
+			}
+			h.transition(herald.Transition{ID: m.ID, From: herald.StatusSentToNS, To: herald.StatusToRetry, Lease: c[0].Lease, At: t0,
+				DueAt: at(time.Hour), Reason: "send failed"})
+			if got := h.claimKept("n1", 10, map[string]int{"g": 10}, nil); len(got) != 0 {
+				t.Fatalf("claim while it waits to retry = %v, want none", ids(got))
+			}
+			h.transition(herald.Transition{ID: m.ID, From: herald.StatusToRetry, To: herald.StatusQueued, At: t0, DueAt: t0,
+				Reason: "sent now by an operator"})
+			if got := h.claimKept("n1", 10, map[string]int{"g": 10}, nil); !slices.Equal(ids(got), []string{m.ID}) {
+				t.Errorf("claim once due now = %v, want %s", ids(got), m.ID)
+			}
+		})
+	}
+
 	// A scheduled message of a gated route's lane, made due now, is
 	// claimed through its lane, a kept route's (ClaimAhead) too.
 	for _, rule := range []herald.Admission{{Concurrency: 2}, {Concurrency: 2, ClaimAhead: 4}} {
-		t.Run("SameStatusGated/ahead="+string(rune('0'+rule.ClaimAhead)), func(t *testing.T) {
+		t.Run("SameStatusGated/ahead="+strconv.Itoa(rule.ClaimAhead), func(t *testing.T) {
 			h := open(t)
 			h.admit(map[string]herald.Admission{"g": rule})
 			m := newMessage("g")
