@@ -49,7 +49,7 @@ func (e *Engine) startPolls(ctx context.Context) (int, error) {
 	for _, m := range due {
 		r, ok := e.route(m.Route)
 		if !ok || !e.polls.take(m, r.Policy) {
-			continue // a route gone fails its messages at the startup drain; a full one waits for a slot
+			continue // an orphan waits for its route (holds.go); a full route waits for a slot
 		}
 		started++
 		if behind := now.Sub(m.DueAt); behind > pollLateAfter {

@@ -99,6 +99,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 type heraldServer struct {
 	t      *testing.T
 	engine *herald.Engine
+	store  herald.Store
 	sink   *sink
 	url    string
 
@@ -113,7 +114,7 @@ func startHerald(t *testing.T) *heraldServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &heraldServer{t: t, sink: &sink{}}
+	h := &heraldServer{t: t, sink: &sink{}, store: st}
 	h.sink.failing.Store(true)
 	sinkSrv := httptest.NewServer(h.sink)
 	t.Cleanup(sinkSrv.Close)

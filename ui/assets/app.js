@@ -20,7 +20,8 @@
     lane_concurrency: 'Its lane already has as many messages in flight as it may.',
     rate_limited: 'A rate limit holds it back.',
     tenant_rate_limited: 'The tenant\'s rate limit on this route holds it back.',
-    lane_paused: 'Its lane is paused: the carrier asked herald to wait.',
+    lane_paused: 'Its lane is paused: by an operator, or because the carrier asked herald to wait.',
+    route_missing: 'Its route is not in the configuration: it waits until the route is back.',
     ordered_behind: 'Its target takes messages one at a time, in order, and an earlier one goes first.',
     scheduled: 'It is scheduled: it is not sent before its time.',
   };
@@ -217,10 +218,20 @@
 
   // ---- Overview ----------------------------------------------------------
 
+  // The orphaned routes are read every ORPHANS_EVERY refreshes only: they
+  // change with a restart or an operator's act, and counting them costs the
+  // store a count of every message.
+  const ORPHANS_EVERY = 5;
   function overview() {
+    let ticks = 0;
+    let orphaned = [];
     return poller(async (live) => {
-      const [h, lanes] = await Promise.all([api('GET', '/v1/health'), api('GET', '/v1/lanes?limit=10')]);
-      if (live()) renderOverview(h, lanes.lanes || []);
+      const [h, lanes, routes] = await Promise.all([api('GET', '/v1/health'), api('GET', '/v1/lanes?limit=10'),
+        ticks++ % ORPHANS_EVERY === 0 ? api('GET', '/v1/routes') : null]);
+      if (routes) orphaned = routes.orphaned || [];
+      if (!live()) return;
+      renderOverview(h, lanes.lanes || []);
+      renderHolds(lanes.pauses || [], orphaned);
     }, 2000);
   }
 
@@ -266,16 +277,71 @@
         el('td', { class: 'num', text: fmtNum(total) }));
     }) : [emptyRow(STATUSES.length + 2, 'No messages yet.')]);
 
-    fill($('#lanes tbody'), JSON.stringify(lanes), lanes.length ? lanes.map((l) => el('tr', {},
+    fill($('#lanes tbody'), JSON.stringify(lanes), lanes.length ? lanes.map((l) => el('tr', { 'data-route': l.route, 'data-lane': l.lane },
       el('td', { text: l.route }), el('td', { class: 'mono', text: l.lane }),
       el('td', { class: 'num', text: fmtNum(l.queued) }), el('td', { class: 'num', text: fmtNum(l.in_flight) }),
-      el('td', {}, l.paused_until ? [timeEl(l.paused_until), ` (${fmtFromNow(l.paused_until)})`, l.pause_reason ? `: ${l.pause_reason}` : ''] : 'not paused'),
-      el('td', {}, l.next_at ? [timeEl(l.next_at), ` (${fmtFromNow(l.next_at)})`] : 'now'))) : [emptyRow(6, 'No lane holds messages: only routes with admission limits have lanes.')]);
+      el('td', {}, l.operator_pause ? pausedText(l.operator_pause)
+        : l.paused_until ? [timeEl(l.paused_until), ` (${fmtFromNow(l.paused_until)})`, l.pause_reason ? `: ${l.pause_reason}` : ''] : 'not paused'),
+      el('td', {}, l.next_at ? [timeEl(l.next_at), ` (${fmtFromNow(l.next_at)})`] : 'now'),
+      el('td', { class: 'write-only' }, l.operator_pause && l.operator_pause.lane === l.lane
+        ? pauseButton('Resume', l.route, l.lane, () => resume(l.route, l.lane))
+        : l.operator_pause ? '' : pauseButton('Pause', l.route, l.lane, () => pause({ route: l.route, lane: l.lane }))))) : [emptyRow(7, 'No lane holds messages: only routes with admission limits have lanes.')]);
 
     const now = new Date().toISOString();
     const u = $('#overview-updated');
     u.dateTime = now;
     u.textContent = fmtTime(now);
+  }
+
+  // ---- Pauses and orphans ------------------------------------------------
+
+  // pausedText says how long an operator's pause p lasts, and why.
+  function pausedText(p) {
+    return [p.until ? [timeEl(p.until), ` (${fmtFromNow(p.until)})`] : 'until resumed', ' by an operator', p.reason ? `: ${p.reason}` : ''];
+  }
+  function pauseButton(verb, route, lane, onclick) {
+    const what = lane ? `lane ${lane} of ${route}` : `route ${route}`;
+    return el('button', { type: 'button', class: 'small write-only', 'data-key': `${verb}:${route}|${lane}`, 'aria-label': `${verb} ${what}`, text: verb, onclick });
+  }
+  async function pause(body) {
+    try {
+      await api('POST', '/v1/lanes/pause', body);
+      flash(`Paused ${body.lane ? `lane ${body.lane} of ${body.route}` : `route ${body.route}`}.`);
+    } catch (e) {
+      flash(`Could not pause: ${e.message}`, 'error');
+    }
+    if (current) current.refresh();
+  }
+  async function resume(route, lane) {
+    try {
+      await api('POST', '/v1/lanes/resume', lane ? { route, lane } : { route });
+      flash(`Resumed ${lane ? `lane ${lane} of ${route}` : `route ${route}`}.`);
+    } catch (e) {
+      flash(`Could not resume: ${e.message}`, 'error');
+    }
+    if (current) current.refresh();
+  }
+  $('#pause-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const body = { route: $('#p-route').value.trim() };
+    const lane = $('#p-lane').value.trim();
+    const minutes = Number($('#p-minutes').value);
+    const reason = $('#p-reason').value.trim();
+    if (lane) body.lane = lane;
+    if (minutes > 0) body.until = new Date(Date.now() + minutes * 60000).toISOString();
+    if (reason) body.reason = reason;
+    pause(body);
+  });
+
+  function renderHolds(pauses, orphaned) {
+    fill($('#pauses tbody'), JSON.stringify(pauses), pauses.length ? pauses.map((p) => el('tr', { 'data-route': p.route, 'data-lane': p.lane },
+      el('td', { text: p.route }), el('td', { class: 'mono', text: p.lane || 'the whole route' }),
+      el('td', {}, p.until ? [timeEl(p.until), ` (${fmtFromNow(p.until)})`] : 'until resumed'),
+      el('td', { text: p.reason || '—' }), el('td', {}, timeEl(p.at)),
+      el('td', { class: 'write-only' }, pauseButton('Resume', p.route, p.lane, () => resume(p.route, p.lane))))) : [emptyRow(6, 'Nothing is paused.')]);
+    $('#orphans').hidden = orphaned.length === 0;
+    fill($('#orphans-list'), JSON.stringify(orphaned), orphaned.map((o) => el('li', { 'data-route': o.route },
+      el('strong', { text: o.route }), `: ${fmtNum(o.messages)} pending ${o.messages === 1 ? 'message' : 'messages'}`)));
   }
 
   // ---- Messages ----------------------------------------------------------
