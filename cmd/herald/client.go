@@ -120,7 +120,7 @@ func pathWithQuery(path string, q url.Values) string {
 }
 
 func clientCommands() []*cobra.Command {
-	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), cancelCommand(), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), sendNowCommand(), dlqCommand(), eventsCommand(),
+	return []*cobra.Command{sendCommand(), getCommand(), lsCommand(), cancelCommand(), idCommand("replay", "Replay a DELIVERY_FAILED or CANCELLED message"), idCommand("send-now", "Send a scheduled (send_at) or TO_RETRY message now"), dlqCommand(), eventsCommand(),
 		lanesCommand(), statsCommand(), healthCommand(),
 		roomsCommand(), subsCommand(), publishCommand(), pullCommand(), ackCommand(), nackCommand(), routesCommand()}
 }

@@ -23,7 +23,7 @@ func cancelCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel (ID | --route R [--lane L] [--target T] [--status S] [--before T] [--yes])",
 		Short: "Cancel a QUEUED or TO_RETRY message, or a route's waiting messages",
-		Long: "With an ID (or a unique prefix of 8 characters or more): cancel that message (QUEUED or TO_RETRY). With no ID: cancel the waiting messages of --route\n" +
+		Long: "With an ID: cancel that message (QUEUED or TO_RETRY). With no ID: cancel the waiting messages of --route\n" +
 			"that match every filter given, each only if it still waits (none in flight is touched); this asks for\n" +
 			"confirmation in a terminal, and needs --yes without one.",
 		Args: cobra.MaximumNArgs(1),
@@ -83,19 +83,4 @@ func waitingOf(f client.CancelFilter, status, before string) string {
 		}
 	}
 	return what
-}
-
-// sendNowCommand is herald send-now ID.
-func sendNowCommand() *cobra.Command {
-	var c clientFlags
-	cmd := &cobra.Command{
-		Use:   "send-now ID",
-		Short: "Send a scheduled (send_at) or TO_RETRY message now (ID: the id, or a unique prefix of 8 characters or more)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.showMessage(cmd, http.MethodPost, args[0], "/send-now", renderAny)
-		},
-	}
-	addClientFlags(cmd, &c)
-	return cmd
 }
