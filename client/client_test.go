@@ -647,8 +647,10 @@ func TestDeadOutcomeEvents(t *testing.T) {
 
 func TestPausesRoutesAndOrphans(t *testing.T) {
 	s := newServer(t, nil)
-	c := newClient(t, s.URL, keyAcme)
+	c := newClient(t, s.URL, keyOps)
 	ctx := testCtx(t)
+	_, err := newClient(t, s.URL, keyAcme).PauseLane(ctx, client.Pause{Route: routeHooks})
+	wantAPIError(t, err, http.StatusForbidden, client.CodeForbidden)
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
 	p, err := c.PauseLane(ctx, client.Pause{Route: routeHooks, Lane: "a", Until: until, Reason: "maintenance"})
 	if err != nil || p.Route != routeHooks || p.Lane != "a" || p.Until == nil || !p.Until.Equal(until) || p.Reason != "maintenance" {

@@ -26,8 +26,9 @@ import (
 const (
 	keyAcme  = "key-acme"
 	keyOther = "key-other"
-	// keyReader is acme's read-only key.
+	// keyReader is acme's read-only key, keyOps its admin key.
 	keyReader = "key-reader"
+	keyOps    = "key-ops"
 )
 
 // The routes of the test server. Each is a webhook to the same endpoint,
@@ -120,8 +121,8 @@ func startServer(wrap func(http.Handler) http.Handler) (_ *server, err error) {
 	}
 	var h http.Handler = httpapi.New(httpapi.Config{
 		Engine: s.engine, Logger: logger,
-		Keys:  map[string]string{keyAcme: "acme", keyOther: "other", keyReader: "acme"},
-		Roles: map[string]httpapi.Role{keyReader: httpapi.RoleRead},
+		Keys:  map[string]string{keyAcme: "acme", keyOther: "other", keyReader: "acme", keyOps: "acme"},
+		Roles: map[string]httpapi.Role{keyReader: httpapi.RoleRead, keyOps: httpapi.RoleAdmin},
 	})
 	if wrap != nil {
 		h = wrap(h)

@@ -76,7 +76,8 @@ type APIKey struct {
 	// Tenant owns the messages sent with this key. Defaults to DefaultTenant.
 	Tenant string `yaml:"tenant"`
 	// Role is what the key may do: write (the default), read (GETs only)
-	// or admin (every tenant's figures too).
+	// or admin (every tenant's figures too, and the pause and resume of
+	// lanes, which hold every tenant's messages).
 	Role string `yaml:"role"`
 }
 

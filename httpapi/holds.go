@@ -58,8 +58,12 @@ func (a *api) failOrphans(w http.ResponseWriter, r *http.Request) {
 
 // pauseLane handles POST /v1/lanes/pause: the lane (the whole route when
 // lane is empty) pauses for every tenant, until until (until resumed when
-// absent); it answers the pause.
+// absent); it answers the pause. Only an admin key may: a route's lanes
+// carry every tenant's messages.
 func (a *api) pauseLane(w http.ResponseWriter, r *http.Request) {
+	if !a.adminOnly(w, r, "a pause") {
+		return
+	}
 	var body pauseBody
 	if bad := decodeRoute(w, r, &body, &body.Route); bad != nil {
 		writeRequestError(w, bad)
@@ -88,6 +92,9 @@ func (a *api) pauseLane(w http.ResponseWriter, r *http.Request) {
 // operator's pause of the lane (of the whole route when lane is empty)
 // ends; {"resumed":false} when there was none.
 func (a *api) resumeLane(w http.ResponseWriter, r *http.Request) {
+	if !a.adminOnly(w, r, "a resume") {
+		return
+	}
 	var body struct {
 		Route string `json:"route"`
 		Lane  string `json:"lane"`
@@ -102,6 +109,22 @@ func (a *api) resumeLane(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"resumed": ok})
+}
+
+// adminOnly reports whether r's key is an admin's. A change that holds
+// every tenant's messages, such as an operator's pause of a lane, is
+// refused (403) to a tenant's write key, so that a tenant cannot stop
+// another's deliveries; what names the change.
+func (a *api) adminOnly(w http.ResponseWriter, r *http.Request, what string) bool {
+	id := identityOf(r)
+	if id.Role == RoleAdmin {
+		return true
+	}
+	closeUnread(w, r)
+	a.log.Info("refused: only an admin key may pause or resume a lane", "tenant", id.Tenant, "role", id.Role, "path", r.URL.Path)
+	a.problem(problemNotAdmin)
+	writeError(w, http.StatusForbidden, codeForbidden, what+" holds or frees every tenant's messages of the lane: it needs an admin key (role admin)")
+	return false
 }
 
 // decodeRoute reads r's body into v, whose route field, required, is

@@ -7,11 +7,15 @@ import (
 	"github.com/heraldmq/herald"
 )
 
-// TestLanePauseEndpoints: a pause is kept and listed in GET /v1/lanes and
-// GET /v1/routes for every tenant; bad input is 400 naming the field and
+// TestLanePauseEndpoints: only an admin key may pause or resume (a
+// tenant's write key is 403 and changes nothing); a pause is kept and
+// listed in GET /v1/lanes and GET /v1/routes for every tenant; bad input is 400 naming the field and
 // changes nothing; a resume says whether there was a pause.
 func TestLanePauseEndpoints(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, withAdmin)
+	for _, path := range []string{"/v1/lanes/pause", "/v1/lanes/resume"} {
+		wantError(t, f.do("POST", path, keyA, `{"route":"hooks"}`), http.StatusForbidden, codeForbidden)
+	}
 	for _, c := range []struct{ body, code string }{
 		{`{"lane":"x"}`, codeMissingField},
 		{`{"route":"nope"}`, codeUnknownRoute},
@@ -20,16 +24,16 @@ func TestLanePauseEndpoints(t *testing.T) {
 		{`{"route":"hooks","for":"1h"}`, codeUnknownField},
 		{``, codeInvalidJSON},
 	} {
-		wantError(t, f.do("POST", "/v1/lanes/pause", keyA, c.body), http.StatusBadRequest, c.code)
+		wantError(t, f.do("POST", "/v1/lanes/pause", keyAdmin, c.body), http.StatusBadRequest, c.code)
 	}
 	if p := decode[lanesBody](t, f.do("GET", "/v1/lanes", keyA, "")).Pauses; len(p) != 0 {
 		t.Fatalf("pauses after refusals: %+v", p)
 	}
-	got := decode[map[string]herald.PauseView](t, f.do("POST", "/v1/lanes/pause", keyA, `{"route":"hooks","reason":"maintenance"}`))["pause"]
+	got := decode[map[string]herald.PauseView](t, f.do("POST", "/v1/lanes/pause", keyAdmin, `{"route":"hooks","reason":"maintenance"}`))["pause"]
 	if got.Route != "hooks" || got.Lane != "" || got.Until != nil || got.Reason != "maintenance" {
 		t.Errorf("pause = %+v", got)
 	}
-	wantStatus(t, f.do("POST", "/v1/lanes/pause", keyA, `{"route":"gw","lane":"gateway-1","until":"2040-01-01T00:00:00Z"}`), http.StatusOK)
+	wantStatus(t, f.do("POST", "/v1/lanes/pause", keyAdmin, `{"route":"gw","lane":"gateway-1","until":"2040-01-01T00:00:00Z"}`), http.StatusOK)
 	if p := decode[lanesBody](t, f.do("GET", "/v1/lanes", keyB, "")).Pauses; len(p) != 2 || p[0].Route != "gw" || p[1].Route != "hooks" {
 		t.Errorf("another tenant's GET /v1/lanes pauses = %+v, want both (a pause is everyone's)", p)
 	}
@@ -41,14 +45,14 @@ func TestLanePauseEndpoints(t *testing.T) {
 			t.Errorf("route %s paused = %+v", rc.Route, rc.Paused)
 		}
 	}
-	if ok := decode[map[string]bool](t, f.do("POST", "/v1/lanes/resume", keyB, `{"route":"hooks"}`))["resumed"]; !ok {
+	if ok := decode[map[string]bool](t, f.do("POST", "/v1/lanes/resume", keyAdmin, `{"route":"hooks"}`))["resumed"]; !ok {
 		t.Error("resume of a paused route: resumed false")
 	}
-	if ok := decode[map[string]bool](t, f.do("POST", "/v1/lanes/resume", keyA, `{"route":"hooks"}`))["resumed"]; ok {
+	if ok := decode[map[string]bool](t, f.do("POST", "/v1/lanes/resume", keyAdmin, `{"route":"hooks"}`))["resumed"]; ok {
 		t.Error("resume of a route no longer paused: resumed true")
 	}
-	wantError(t, f.do("POST", "/v1/lanes/resume", keyA, `{"route":"hooks","reason":"x"}`), http.StatusBadRequest, codeUnknownField)
-	wantError(t, f.do("POST", "/v1/lanes/resume", keyA, `{"route":"nope"}`), http.StatusBadRequest, codeUnknownRoute)
+	wantError(t, f.do("POST", "/v1/lanes/resume", keyAdmin, `{"route":"hooks","reason":"x"}`), http.StatusBadRequest, codeUnknownField)
+	wantError(t, f.do("POST", "/v1/lanes/resume", keyAdmin, `{"route":"nope"}`), http.StatusBadRequest, codeUnknownRoute)
 }
 
 // TestRoutesAndFailOrphans: GET /v1/routes lists every configured route

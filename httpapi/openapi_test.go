@@ -260,7 +260,7 @@ func TestOpenAPIServedWithoutKey(t *testing.T) {
 // checks that every documented success answer of every operation was
 // seen.
 func TestOpenAPIEndToEnd(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.Metrics = metrics.New().Handler() })
+	f := newFixture(t, withAdmin, func(c *Config) { c.Metrics = metrics.New().Handler() })
 	call := func(method, path, key, body string, status int, header ...string) *httptest.ResponseRecorder {
 		t.Helper()
 		var r io.Reader
@@ -340,10 +340,10 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	call("GET", "/v1/routes", keyA, "", 200)
 
 	// Operations.
-	call("POST", "/v1/lanes/pause", keyA, `{"route":"gw","lane":"gateway-9","until":"2040-01-01T00:00:00Z","reason":"maintenance"}`, 200)
-	call("POST", "/v1/lanes/pause", keyA, `{"lane":"gateway-9"}`, 400)
+	call("POST", "/v1/lanes/pause", keyAdmin, `{"route":"gw","lane":"gateway-9","until":"2040-01-01T00:00:00Z","reason":"maintenance"}`, 200)
+	call("POST", "/v1/lanes/pause", keyAdmin, `{"lane":"gateway-9"}`, 400)
 	call("GET", "/v1/lanes?route=gw", keyA, "", 200)
-	call("POST", "/v1/lanes/resume", keyA, `{"route":"gw","lane":"gateway-9"}`, 200)
+	call("POST", "/v1/lanes/resume", keyAdmin, `{"route":"gw","lane":"gateway-9"}`, 200)
 	call("POST", "/v1/dead-letters/fail-orphans", keyA, `{"route":"gone"}`, 200)
 	call("POST", "/v1/dead-letters/fail-orphans", keyA, `{"route":"hooks"}`, 409)
 

@@ -11,13 +11,14 @@ type Role string
 
 // The roles of a key.
 const (
-	// RoleWrite, the default, may call every endpoint, and sees its
+	// RoleWrite, the default, may call every endpoint but the pause and
+	// resume of lanes (which hold every tenant's messages), and sees its
 	// tenant's own figures.
 	RoleWrite Role = "write"
 	// RoleRead may read only: GET and HEAD; anything else is refused 403.
 	// The admin page hides its buttons.
 	RoleRead Role = "read"
-	// RoleAdmin may call every endpoint, and sees every tenant's figures
+	// RoleAdmin may call every endpoint, pause and resume lanes, and sees every tenant's figures
 	// in stats, health, activity and lanes (its messages are still its
 	// tenant's own).
 	RoleAdmin Role = "admin"
@@ -75,6 +76,9 @@ func figuresOf(r *http.Request) string {
 const (
 	// problemReadOnly: a read-only key tried a change (403).
 	problemReadOnly = "forbidden_read_only"
+	// problemNotAdmin: a key that is not an admin's tried a change that
+	// acts for every tenant, such as a lane's pause (403).
+	problemNotAdmin = "forbidden_not_admin"
 	// problemMetricsKey: /metrics without its key (401).
 	problemMetricsKey = "metrics_unauthorized"
 )

@@ -34,8 +34,9 @@ import (
 )
 
 // The keys and tenants of the browser tests; keyReader is acme's
-// read-only key.
+// read-only key, keyOps its admin key.
 const (
+	keyOps    = "acme-ops-0123456789"
 	keyAcme   = "acme-key-0123456789"
 	keyOther  = "globex-key-0123456789"
 	keyReader = "acme-reader-0123456789"
@@ -146,8 +147,8 @@ func startHerald(t *testing.T) *heraldServer {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	keys := map[string]string{keyAcme: acme, keyOther: globex, keyReader: acme}
-	roles := map[string]httpapi.Role{keyReader: httpapi.RoleRead}
+	keys := map[string]string{keyAcme: acme, keyOther: globex, keyReader: acme, keyOps: acme}
+	roles := map[string]httpapi.Role{keyReader: httpapi.RoleRead, keyOps: httpapi.RoleAdmin}
 	admin := ui.New(ui.Config{Keys: keys, Roles: roles, Logger: logger, Sessions: st})
 	mux := http.NewServeMux()
 	mux.Handle(ui.Path, admin)

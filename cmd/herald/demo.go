@@ -140,7 +140,7 @@ func runDemo(ctx context.Context, out io.Writer, listen, store string, count int
 
 	f, err := config.Parse([]byte(fmt.Sprintf(`listen: %s
 store: %s
-api_keys: [{key: %s, tenant: default}]
+api_keys: [{key: %s, tenant: default, role: admin}]
 egress: {allow: [%s]}
 routes:
   - name: demo

@@ -20,7 +20,7 @@ func holdsConfig(addr, dir, sinkURL string, later bool) string {
 	cfg := fmt.Sprintf(`listen: %s
 store: sqlite:%s
 api_keys:
-  - {key_env: HERALD_TEST_KEY, tenant: test}
+  - {key_env: HERALD_TEST_KEY, tenant: test, role: admin}
 egress: {allow: [127.0.0.1]}
 routes:
   - {name: hooks, carrier: webhook, url: %s/in, profile: channel}

@@ -34,6 +34,8 @@ import (
 const demoSinkPath = "/demo/sink"
 
 // demoKey is the API key of a server without a config, unless HERALD_API_KEY is set.
+// It is an admin key (role admin): the one key of one tenant may do
+// everything, pausing lanes too.
 const demoKey = "demo-key"
 
 func serveCommand() *cobra.Command {
@@ -82,7 +84,7 @@ func loadConfig(path string) (*config.File, error) {
 	if key == "" {
 		key = demoKey
 	}
-	f.APIKeys = []config.APIKey{{Key: key, Tenant: config.DefaultTenant}}
+	f.APIKeys = []config.APIKey{{Key: key, Tenant: config.DefaultTenant, Role: "admin"}}
 	f.Routes[0].URL = "http://" + f.Listen + demoSinkPath
 	f.Egress.Allow = demoEgress
 	return f, nil

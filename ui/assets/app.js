@@ -283,7 +283,7 @@
       el('td', {}, l.operator_pause ? pausedText(l.operator_pause)
         : l.paused_until ? [timeEl(l.paused_until), ` (${fmtFromNow(l.paused_until)})`, l.pause_reason ? `: ${l.pause_reason}` : ''] : 'not paused'),
       el('td', {}, l.next_at ? [timeEl(l.next_at), ` (${fmtFromNow(l.next_at)})`] : 'now'),
-      el('td', { class: 'write-only' }, l.operator_pause && l.operator_pause.lane === l.lane
+      el('td', { class: 'admin-only' }, l.operator_pause && l.operator_pause.lane === l.lane
         ? pauseButton('Resume', l.route, l.lane, () => resume(l.route, l.lane))
         : l.operator_pause ? '' : pauseButton('Pause', l.route, l.lane, () => pause({ route: l.route, lane: l.lane }))))) : [emptyRow(7, 'No lane holds messages: only routes with admission limits have lanes.')]);
 
@@ -301,7 +301,7 @@
   }
   function pauseButton(verb, route, lane, onclick) {
     const what = lane ? `lane ${lane} of ${route}` : `route ${route}`;
-    return el('button', { type: 'button', class: 'small write-only', 'data-key': `${verb}:${route}|${lane}`, 'aria-label': `${verb} ${what}`, text: verb, onclick });
+    return el('button', { type: 'button', class: 'small admin-only', 'data-key': `${verb}:${route}|${lane}`, 'aria-label': `${verb} ${what}`, text: verb, onclick });
   }
   async function pause(body) {
     try {
@@ -338,7 +338,7 @@
       el('td', { text: p.route }), el('td', { class: 'mono', text: p.lane || 'the whole route' }),
       el('td', {}, p.until ? [timeEl(p.until), ` (${fmtFromNow(p.until)})`] : 'until resumed'),
       el('td', { text: p.reason || '—' }), el('td', {}, timeEl(p.at)),
-      el('td', { class: 'write-only' }, pauseButton('Resume', p.route, p.lane, () => resume(p.route, p.lane))))) : [emptyRow(6, 'Nothing is paused.')]);
+      el('td', { class: 'admin-only' }, pauseButton('Resume', p.route, p.lane, () => resume(p.route, p.lane))))) : [emptyRow(6, 'Nothing is paused.')]);
     $('#orphans').hidden = orphaned.length === 0;
     fill($('#orphans-list'), JSON.stringify(orphaned), orphaned.map((o) => el('li', { 'data-route': o.route },
       el('strong', { text: o.route }), `: ${fmtNum(o.messages)} pending ${o.messages === 1 ? 'message' : 'messages'}`)));
