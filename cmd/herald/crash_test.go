@@ -24,7 +24,7 @@ type serverProc struct {
 	cmd  *exec.Cmd
 	base string
 	key  string
-	log  *bytes.Buffer
+	log  *lockedBuffer
 }
 
 func startProc(t *testing.T, dir, configYAML string) *serverProc {
@@ -37,7 +37,7 @@ func startProc(t *testing.T, dir, configYAML string) *serverProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &serverProc{t: t, key: "crash-key", log: &bytes.Buffer{}}
+	s := &serverProc{t: t, key: "crash-key", log: &lockedBuffer{}}
 	s.cmd = exec.Command(self, "serve", "--config", cfgPath)
 	s.cmd.Env = append(os.Environ(), "HERALD_RUN_MAIN=1", "HERALD_TEST_KEY=crash-key")
 	s.cmd.Dir = dir
@@ -176,4 +176,22 @@ func TestCrashLosesNothing(t *testing.T) {
 	checkDelivered(t, srv, sink, acked)
 	st := sink.Stats()
 	t.Logf("crash: %d messages, %d deliveries, %d duplicates (sent again after the kill)", total, st.Delivered, st.Duplicates)
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
