@@ -295,7 +295,7 @@ func dlqCommand() *cobra.Command {
 			if rate > 0 {
 				f.RatePerS = rate
 			}
-			return rc.print(cmd, http.MethodPost, "/v1/dead-letters/replay", f)
+			return rc.show(cmd, http.MethodPost, "/v1/dead-letters/replay", f, counted("dead letter"))
 		},
 	}
 	purge := &cobra.Command{
@@ -311,7 +311,7 @@ func dlqCommand() *cobra.Command {
 			if before != "" {
 				q.Set("before", before)
 			}
-			return pc.print(cmd, http.MethodDelete, pathWithQuery("/v1/dead-letters", q), nil)
+			return pc.show(cmd, http.MethodDelete, pathWithQuery("/v1/dead-letters", q), nil, counted("dead letter"))
 		},
 	}
 	for _, c := range []struct {

@@ -71,6 +71,20 @@ func TestMessagesCLI(t *testing.T) {
 		t.Errorf("a repeat of idempotency key i1 gave %s, want %s", again.ID, c.ID)
 	}
 
+	// An id by a unique prefix, through the API's id_prefix and the store.
+	prefix := c.ID[:minIDPrefix]
+	for strings.HasPrefix(a.ID, prefix) || strings.HasPrefix(b.ID, prefix) {
+		prefix = c.ID[:len(prefix)+1]
+	}
+	if v := read(must("get", prefix)); v.ID != c.ID {
+		t.Errorf("get %s: message %s, want %s", prefix, v.ID, c.ID)
+	}
+	if len(prefix) > minIDPrefix {
+		if _, err := runCLI(t, base, "get", prefix[:len(prefix)-1]); err == nil || !strings.Contains(err.Error(), "names several messages") {
+			t.Errorf("get %s, a prefix of several ids: %v", prefix[:len(prefix)-1], err)
+		}
+	}
+
 	waitStatus(a.ID, "DELIVERY_FAILED")
 	waitStatus(b.ID, "DELIVERY_FAILED")
 	if out := must("get", a.ID, "--explain"); !strings.Contains(out, `"terminal"`) {

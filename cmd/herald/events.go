@@ -51,7 +51,7 @@ func eventsCommand() *cobra.Command {
 					return fmt.Errorf("%s %q: want an RFC 3339 time (2025-01-02T15:04:05Z)", t.flag, t.v)
 				}
 			}
-			return rc.print(cmd, http.MethodPost, "/v1/outcome-events/replay", r)
+			return rc.show(cmd, http.MethodPost, "/v1/outcome-events/replay", r, counted("outcome event"))
 		},
 	}
 	for _, c := range []struct {

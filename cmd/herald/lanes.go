@@ -30,7 +30,7 @@ func lanesCommand() *cobra.Command {
 			if limit > 0 {
 				q.Set("limit", strconv.Itoa(limit))
 			}
-			return c.print(cmd, http.MethodGet, pathWithQuery("/v1/lanes", q), nil)
+			return c.show(cmd, http.MethodGet, pathWithQuery("/v1/lanes", q), nil, renderLanes)
 		},
 	}
 	addClientFlags(lanes, &c)

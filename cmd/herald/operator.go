@@ -23,7 +23,7 @@ func cancelCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel (ID | --route R [--lane L] [--target T] [--status S] [--before T] [--yes])",
 		Short: "Cancel a QUEUED or TO_RETRY message, or a route's waiting messages",
-		Long: "With an ID: cancel that message (QUEUED or TO_RETRY). With no ID: cancel the waiting messages of --route\n" +
+		Long: "With an ID (whole, or a unique prefix of 8 characters or more): cancel that message (QUEUED or TO_RETRY). With no ID: cancel the waiting messages of --route\n" +
 			"that match every filter given, each only if it still waits (none in flight is touched); this asks for\n" +
 			"confirmation in a terminal, and needs --yes without one.",
 		Args: cobra.MaximumNArgs(1),
@@ -55,7 +55,7 @@ func cancelCommand() *cobra.Command {
 			if err := confirmBulk(cmd, "cancel "+waitingOf(f, status, before), yes); err != nil {
 				return err
 			}
-			return c.print(cmd, http.MethodPost, "/v1/messages/cancel", f)
+			return c.show(cmd, http.MethodPost, "/v1/messages/cancel", f, counted("message"))
 		},
 	}
 	addClientFlags(cmd, &c)

@@ -360,6 +360,23 @@ func valueText(key string, v any) string {
 	return clip(text(v), 200)
 }
 
+// counted renders the answer of a bulk action, {"replayed":3}, as a
+// line: "replayed 3 dead letters", noun being what was counted.
+func counted(noun string) render {
+	return func(w io.Writer, answer any) {
+		o, _ := answer.(object)
+		if len(o) != 1 || number(o[0].value) != float64(int64(number(o[0].value))) {
+			renderAny(w, answer)
+			return
+		}
+		n := text(o[0].value)
+		if n != "1" {
+			noun += "s"
+		}
+		fmt.Fprintf(w, "%s %s %s\n", o[0].key, n, noun)
+	}
+}
+
 // nextCursor writes how to ask for the next page when o says there is one.
 func nextCursor(w io.Writer, o object) {
 	if next := str(o.get("next_cursor")); next != "" {

@@ -50,7 +50,11 @@ const (
 		`"oldest_queued_seconds":93.2,"success_rate":0.967741935483871,"latency_p50_ms":120.4,"latency_p99_ms":2345.6,"dead_letters":4,"waiting":4,` +
 		`"enqueued":131,"succeeded":120,"retried":7,"dead_lettered":4,"deduplicated":0,"coalesced":1}`
 	lanesAnswer = `{"lanes":[{"route":"gw","lane":"gateway-2","queued":2,"in_flight":1,"paused_until":null,"pause_reason":"","next_at":null},` +
-		`{"route":"gw","lane":"gateway-1","queued":1,"in_flight":0,"paused_until":"2025-01-02T03:05:05Z","pause_reason":"backpressure","next_at":null}]}`
+		`{"route":"gw","lane":"gateway-1","queued":1,"in_flight":0,"paused_until":"2025-01-02T03:05:05Z","pause_reason":"backpressure","next_at":null}],` +
+		`"pauses":[{"route":"gw","lane":"gateway-3","until":null,"reason":"maintenance of the gateway","at":"2025-01-02T03:00:00Z"}]}`
+	routesAnswer = `{"routes":[{"route":"chat","counts":{"DELIVERY_SUCCESSFUL":100,"DELIVERY_FAILED":1},"paused":null},` +
+		`{"route":"lora","counts":{"QUEUED":3,"SENT_TO_NS":1,"TO_RETRY":1},"paused":{"route":"lora","lane":"","until":"2025-01-02T04:00:00Z","reason":"","at":"2025-01-02T03:00:00Z"}}],` +
+		`"orphaned":[{"route":"lora-old","messages":5}]}`
 	pulledAnswer = `{"deliveries":[{"id":"` + idA + `","lease_id":"` + idB + `","event_id":"` + idC + `","type":"order.created","version":"2",` +
 		`"data":{"order":4711,"lines":[{"sku":"A-1","qty":2}]},"correlation_id":"","attempt":0}]}`
 	explainAnswer = `{"id":"` + idA + `","status":"TO_RETRY","reason":"backoff","detail":"waits for its next attempt after a failure","until":"2025-01-02T03:06:06Z","blocking_ids":[]}`
@@ -109,11 +113,15 @@ var outputCases = []struct {
 	{"get_no_timeline", []string{"get", idB}, "GET /v1/messages/" + idB, messageB},
 	{"explain", []string{"get", idA, "--explain"}, "GET /v1/messages/" + idA + "/explain", explainAnswer},
 	{"cancel", []string{"cancel", idA}, "POST /v1/messages/" + idA + "/cancel", messageA},
+	{"cancel_bulk", []string{"cancel", "--route", "lora", "--yes"}, "POST /v1/messages/cancel", `{"cancelled":3}`},
+	{"send_now", []string{"send-now", idA}, "POST /v1/messages/" + idA + "/send-now", messageA},
 	{"dlq_ls", []string{"dlq", "ls", "--limit", "1", "--cursor", idC}, "GET /v1/dead-letters?cursor=" + idC + "&limit=1", deadLetterAnswer},
 	{"dlq_replay", []string{"dlq", "replay", "--yes"}, "POST /v1/dead-letters/replay", `{"replayed":3}`},
 	{"stats", []string{"stats"}, "GET /v1/stats", statsAnswer},
 	{"health", []string{"health"}, "GET /v1/health", healthAnswer},
 	{"lanes", []string{"lanes", "--route", "gw"}, "GET /v1/lanes?route=gw", lanesAnswer},
+	{"routes", []string{"routes"}, "GET /v1/routes", routesAnswer},
+	{"lanes_none", []string{"lanes", "--route", "none"}, "GET /v1/lanes?route=none", `{"lanes":[],"pauses":[]}`},
 	{"pull", []string{"pull", "sub-1"}, "POST /v1/subscriptions/sub-1/pull", pulledAnswer},
 	{"ack", []string{"ack", "sub-1", idB}, "POST /v1/subscriptions/sub-1/ack", `{"acked":1,"lost":[]}`},
 	{"rooms_rm", []string{"rooms", "rm", "orders"}, "DELETE /v1/rooms/orders", ""},
@@ -215,7 +223,7 @@ func TestBadOutput(t *testing.T) {
 	}
 }
 
-// TestIDPrefix: get, cancel, replay and get --explain take a unique prefix
+// TestIDPrefix: get, cancel, replay, send-now and get --explain take a unique prefix
 // of 8 characters or more of an id; a shorter one, one that names several
 // messages and one that names none are errors saying so.
 func TestIDPrefix(t *testing.T) {
@@ -228,9 +236,10 @@ func TestIDPrefix(t *testing.T) {
 		"GET /v1/messages/" + idA + "/explain":                     explainAnswer,
 		"POST /v1/messages/" + idA + "/cancel":                     messageA,
 		"POST /v1/messages/" + idA + "/replay":                     messageA,
+		"POST /v1/messages/" + idA + "/send-now":                   messageA,
 		"GET /v1/messages?id_prefix=01932c4e-8a10-7c2b-9f&limit=4": one,
 	})
-	for _, args := range [][]string{{"get", "01932c4e-8a"}, {"get", "01932c4e-8a", "--explain"}, {"cancel", "01932c4e-8a"},
+	for _, args := range [][]string{{"get", "01932c4e-8a"}, {"get", "01932c4e-8a", "--explain"}, {"cancel", "01932c4e-8a"}, {"send-now", "01932c4e-8a"},
 		{"replay", "01932c4e-8a10-7c2b-9f"}} {
 		out, err := cliOutput(t, base, append(args, "-o", "json")...)
 		if err != nil || !strings.Contains(out, `"id": "`+idA+`"`) {

@@ -22,7 +22,7 @@ func routesCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !orphaned {
-				return c.print(cmd, http.MethodGet, "/v1/routes", nil)
+				return c.show(cmd, http.MethodGet, "/v1/routes", nil, renderRoutes)
 			}
 			if err := checkFormat(c.output); err != nil {
 				return err
@@ -43,7 +43,7 @@ func routesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.write(cmd, only, renderAny)
+			return c.write(cmd, only, renderRoutes)
 		},
 	}
 	addClientFlags(cmd, &c)
@@ -66,7 +66,7 @@ func failOrphansCommand() *cobra.Command {
 			if err := confirmBulk(cmd, fmt.Sprintf("fail every pending message of route %s", route), yes); err != nil {
 				return err
 			}
-			return c.print(cmd, http.MethodPost, "/v1/dead-letters/fail-orphans", map[string]string{"route": route})
+			return c.show(cmd, http.MethodPost, "/v1/dead-letters/fail-orphans", map[string]string{"route": route}, counted("message"))
 		},
 	}
 	addClientFlags(cmd, &c)

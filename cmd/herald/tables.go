@@ -159,25 +159,70 @@ func statsLines(w io.Writer, s object) {
 // statusTable writes the messages of each route by status (in flight:
 // sent and not yet answered), and their sums.
 func statusTable(w io.Writer, s object) {
-	row(w, "ROUTE", "QUEUED", "IN FLIGHT", "TO_RETRY", "SUCCESSFUL", "FAILED", "CANCELLED")
-	counts := func(name string, by object) {
-		sum := func(statuses ...string) string {
-			n := 0.0
-			for _, st := range statuses {
-				n += number(by.get(st))
-			}
-			return strconv.FormatFloat(n, 'f', -1, 64)
-		}
-		row(w, clip(name, 24), sum("QUEUED"), sum(inFlight...), sum("TO_RETRY"), sum("DELIVERY_SUCCESSFUL"),
-			sum("DELIVERY_FAILED"), sum("CANCELLED"))
-	}
+	row(w, append([]string{"ROUTE"}, statusTitles...)...)
 	routes, _ := s.get("by_route").(object)
 	for _, r := range routes {
 		by, _ := r.value.(object)
-		counts(r.key, by)
+		row(w, append([]string{clip(r.key, 24)}, statusCells(by)...)...)
 	}
 	by, _ := s.get("by_status").(object)
-	counts("(all)", by)
+	row(w, append([]string{"(all)"}, statusCells(by)...)...)
+}
+
+// statusTitles are the columns of statusCells.
+var statusTitles = []string{"QUEUED", "IN FLIGHT", "TO_RETRY", "SUCCESSFUL", "FAILED", "CANCELLED"}
+
+// statusCells are counts by status (status → count) under statusTitles.
+func statusCells(by object) []string {
+	sum := func(statuses ...string) string {
+		n := 0.0
+		for _, st := range statuses {
+			n += number(by.get(st))
+		}
+		return strconv.FormatFloat(n, 'f', -1, 64)
+	}
+	return []string{sum("QUEUED"), sum(inFlight...), sum("TO_RETRY"), sum("DELIVERY_SUCCESSFUL"), sum("DELIVERY_FAILED"), sum("CANCELLED")}
+}
+
+// renderRoutes writes the configured routes with their messages by status
+// and the operator's pause of each, then the orphaned routes (missing from
+// the configuration, their messages held).
+func renderRoutes(w io.Writer, answer any) {
+	v, _ := answer.(object)
+	if v.has("routes") {
+		renderRows(w, v, "routes", "no routes", append(append([]string{"ROUTE"}, statusTitles...), "PAUSED"),
+			func(o object) []string {
+				counts, _ := o.get("counts").(object)
+				paused := "-"
+				if p, ok := o.get("paused").(object); ok {
+					paused = "until " + text(p.get("until"))
+					if text(p.get("until")) == "-" {
+						paused = "until resumed"
+					}
+				}
+				return append(append([]string{clip(text(o.get("route")), 24)}, statusCells(counts)...), paused)
+			})
+		fmt.Fprintln(w)
+	}
+	renderRows(w, v, "orphaned", "no orphaned routes", []string{"ORPHANED ROUTE", "MESSAGES HELD"}, func(o object) []string {
+		return []string{text(o.get("route")), text(o.get("messages"))}
+	})
+}
+
+// renderLanes writes the busiest lanes, then the operator's pauses.
+func renderLanes(w io.Writer, answer any) {
+	v, _ := answer.(object)
+	lanes, _ := v.get("lanes").([]any)
+	if len(lanes) == 0 {
+		fmt.Fprintln(w, "no lane holds messages")
+	} else {
+		renderList(w, lanes)
+	}
+	if pauses, _ := v.get("pauses").([]any); len(pauses) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "paused by an operator:")
+		renderList(w, pauses)
+	}
 }
 
 // renderHealth writes the health's status, what is wrong, then the stats
