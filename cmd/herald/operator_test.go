@@ -39,7 +39,7 @@ func TestSendAtSendNowCancelCLI(t *testing.T) {
 	if _, err := runCLI(t, base, "send", "--route", "slow", "--text", "x", "--send-at", "tomorrow"); err == nil || !strings.Contains(err.Error(), "--send-at") {
 		t.Errorf("send --send-at tomorrow: %v, want an error naming --send-at", err)
 	}
-	sent := read(must("send-now", a.ID))
+	sent := read(must("send-now", a.ID[:24])) // a unique prefix
 	if last := sent.Timeline[len(sent.Timeline)-1]; sent.Status == "QUEUED" && last.Reason != "sent now by an operator" {
 		t.Errorf("send-now: %+v, want its timeline to record it", sent)
 	}
