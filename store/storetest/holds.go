@@ -84,20 +84,28 @@ func testHolds(t *testing.T, open opener) {
 		}
 	})
 
-	t.Run("GatedLaneHeld", func(t *testing.T) {
-		h := open(t)
-		h.admit(map[string]herald.Admission{"g": {Concurrency: 5}})
-		x, y := h.createN("g", "x", 2), h.createN("g", "y", 2)
-		hold := []herald.LaneRef{{Route: "g", Lane: "x"}}
-		got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: 20 * time.Second, Hold: hold})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameSet(ids(got), ids(y)) {
-			t.Errorf("Claim holding lane g/x = %v, want g/y's %v", ids(got), ids(y))
-		}
-		if got := h.claimGated(t0, 10); !sameSet(ids(got), ids(x)) {
-			t.Errorf("Claim holding nothing = %v, want g/x's %v", ids(got), ids(x))
-		}
-	})
+	for name, a := range map[string]herald.Admission{"GatedLaneHeld": {Concurrency: 5}, "KeptLaneHeld": {Concurrency: 5, ClaimAhead: 8}} {
+		t.Run(name, func(t *testing.T) { testHeldLane(t, open, a) })
+	}
+}
+
+// testHeldLane: a claim holding a lane of a route with admission a takes
+// the route's other lane only; the next, holding nothing, the held one.
+func testHeldLane(t *testing.T, open opener, a herald.Admission) {
+	h := open(t)
+	h.admit(map[string]herald.Admission{"g": a})
+	x, y := h.createN("g", "x", 2), h.createN("g", "y", 2)
+	hold := []herald.LaneRef{{Route: "g", Lane: "x"}}
+	h.beat("n1", t0, time.Hour)
+	got, err := h.s.Claim(h.ctx, herald.Claim{Now: t0, Limit: 10, GatedLimit: 10, DefaultAccept: 20 * time.Second, Hold: hold,
+		Node: "n1", KeptAhead: map[string]int{"g": 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameSet(ids(got), ids(y)) {
+		t.Errorf("Claim holding lane g/x = %v, want g/y's %v", ids(got), ids(y))
+	}
+	if got := h.claimKept("n1", 10, map[string]int{"g": 8}, nil); !sameSet(ids(got), ids(x)) {
+		t.Errorf("Claim holding nothing = %v, want g/x's %v", ids(got), ids(x))
+	}
 }
