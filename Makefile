@@ -33,4 +33,14 @@ build:
 	@echo "building bin/herald $(VERSION): the first build compiles SQLite (about 2 minutes)"
 	go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/herald ./cmd/herald
 
-.PHONY: help demo run test lint bench build
+## release: dist/herald-VERSION-OS-ARCH.tar.gz (the binary, LICENSE, README, docs, examples, deploy) and its SHA256SUMS
+GOOS ?= $(shell go env GOOS)
+GOARCH ?= $(shell go env GOARCH)
+RELEASE := herald-$(VERSION)-$(GOOS)-$(GOARCH)
+release: build
+	rm -rf dist/$(RELEASE) && mkdir -p dist/$(RELEASE)
+	cp -r bin/herald LICENSE README.md docs examples deploy dist/$(RELEASE)/
+	tar -C dist -czf dist/$(RELEASE).tar.gz $(RELEASE)
+	cd dist && sha256sum $(RELEASE).tar.gz > SHA256SUMS && cat SHA256SUMS
+
+.PHONY: help demo run test lint bench build release

@@ -32,7 +32,7 @@ func TestDashboardQueriesKnownSeries(t *testing.T) {
 	fqName := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
 	descs := make(chan *prometheus.Desc, 1024)
 	m := New()
-	for _, c := range []prometheus.Collector{m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.inbound, m.counts, m.lanes} {
+	for _, c := range m.herald() {
 		c.Describe(descs)
 	}
 	close(descs)

@@ -106,12 +106,14 @@ func New() *Metrics {
 	})
 	m.counts = newCountsCollector(m.problems)
 	m.lanes = newLanesCollector(m.problems)
-	m.reg.MustRegister(
-		m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.inbound, m.counts, m.lanes, m.orphaned, m.opPaused,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	m.reg.MustRegister(m.herald()...)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// herald returns the collectors of herald's own series.
+func (m *Metrics) herald() []prometheus.Collector {
+	return []prometheus.Collector{m.transitions, m.latency, m.problems, m.throttled, m.lanePauses, m.inbound, m.counts, m.lanes, m.orphaned, m.opPaused}
 }
 
 // Registry returns the registry the metrics live on, to add collectors of

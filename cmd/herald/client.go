@@ -264,7 +264,7 @@ func idCommand(verb, short string) *cobra.Command {
 func dlqCommand() *cobra.Command {
 	dlq := &cobra.Command{Use: "dlq", Short: "List, replay or purge dead letters; fail an orphaned route's messages"}
 	var lc, rc, pc clientFlags
-	var route, target, reason, before, cursor string
+	var route, target, reason, before, cursor, since, until string
 	var rate float64
 	var limit int
 	var yes bool
@@ -289,7 +289,10 @@ func dlqCommand() *cobra.Command {
 		Use: "replay", Short: "Replay dead letters at a bounded rate", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := client.ReplayFilter{Route: route, Target: target, Reason: reason}
-			if err := confirmBulk(cmd, "replay "+deadLettersOf(route, target, reason, ""), yes); err != nil {
+			if err := parseTimeFlags(timeFlag{"--since", since, &f.Since}, timeFlag{"--until", until, &f.Until}); err != nil {
+				return err
+			}
+			if err := confirmBulk(cmd, "replay "+deadLettersOf(route, target, reason, since, until), yes); err != nil {
 				return err
 			}
 			if rate > 0 {
@@ -301,7 +304,7 @@ func dlqCommand() *cobra.Command {
 	purge := &cobra.Command{
 		Use: "purge", Short: "Delete dead letters", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := confirmBulk(cmd, "delete "+deadLettersOf(route, "", "", before), yes); err != nil {
+			if err := confirmBulk(cmd, "delete "+deadLettersOf(route, "", "", "", before), yes); err != nil {
 				return err
 			}
 			q := url.Values{}
@@ -323,6 +326,8 @@ func dlqCommand() *cobra.Command {
 	}
 	replay.Flags().StringVar(&target, "target", "", "only this target, matched exactly (a room's subscription, with --route room:NAME)")
 	replay.Flags().StringVar(&reason, "reason", "", "only dead letters whose last error contains this")
+	replay.Flags().StringVar(&since, "since", "", "only dead letters that failed at or after this RFC 3339 time")
+	replay.Flags().StringVar(&until, "until", "", "only dead letters that failed before this RFC 3339 time")
 	replay.Flags().Float64Var(&rate, "rate", 0, "at most this many per second")
 	purge.Flags().StringVar(&before, "before", "", "only those last updated before this RFC 3339 time")
 	for _, c := range []*cobra.Command{replay, purge} {
@@ -334,7 +339,7 @@ func dlqCommand() *cobra.Command {
 
 // deadLettersOf describes the dead letters a bulk action's filter selects,
 // for its confirmation.
-func deadLettersOf(route, target, reason, before string) string {
+func deadLettersOf(route, target, reason, since, before string) string {
 	var of []string
 	if route != "" {
 		of = append(of, "of route "+route)
@@ -344,6 +349,9 @@ func deadLettersOf(route, target, reason, before string) string {
 	}
 	if reason != "" {
 		of = append(of, fmt.Sprintf("whose error contains %q", reason))
+	}
+	if since != "" {
+		of = append(of, "last updated at or after "+since)
 	}
 	if before != "" {
 		of = append(of, "last updated before "+before)

@@ -111,6 +111,12 @@ func TestMessagesCLI(t *testing.T) {
 	if out := must("dlq", "replay", "--route", "fail", "--target", "no such target", "-y"); !strings.Contains(out, `"replayed": 0`) {
 		t.Errorf("dlq replay of another target: %s", out)
 	}
+	if out := must("dlq", "replay", "--route", "fail", "--since", "2999-01-01T00:00:00Z", "--until", "3000-01-01T00:00:00Z", "-y"); !strings.Contains(out, `"replayed": 0`) {
+		t.Errorf("dlq replay of those failed in 2999: %s", out)
+	}
+	if _, err := runCLI(t, base, "dlq", "replay", "--since", "yesterday", "-y"); err == nil || !strings.Contains(err.Error(), `--since "yesterday"`) {
+		t.Errorf("dlq replay --since yesterday: %v, want an error naming --since", err)
+	}
 	// The answer is the message as read after the replay: the dispatcher
 	// may have claimed it, and failed it again, already; its timeline
 	// shows the replay.

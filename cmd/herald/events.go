@@ -39,17 +39,8 @@ func eventsCommand() *cobra.Command {
 		Short: "Send dead outcome events again: those named, or those the filter selects (none: every one)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := client.EventReplay{IDs: args, Subscriber: subscriber}
-			for _, t := range []struct {
-				flag, v string
-				dst     *time.Time
-			}{{"--since", since, &r.Since}, {"--until", until, &r.Until}} {
-				if t.v == "" {
-					continue
-				}
-				var err error
-				if *t.dst, err = time.Parse(time.RFC3339, t.v); err != nil {
-					return fmt.Errorf("%s %q: want an RFC 3339 time (2025-01-02T15:04:05Z)", t.flag, t.v)
-				}
+			if err := parseTimeFlags(timeFlag{"--since", since, &r.Since}, timeFlag{"--until", until, &r.Until}); err != nil {
+				return err
 			}
 			return rc.show(cmd, http.MethodPost, "/v1/outcome-events/replay", r, counted("outcome event"))
 		},
@@ -67,4 +58,28 @@ func eventsCommand() *cobra.Command {
 	list.Flags().StringVar(&cursor, "cursor", "", "the next_cursor of the page before")
 	events.AddCommand(list, replay)
 	return events
+}
+
+// timeFlag is a flag that takes an RFC 3339 time, its value as given,
+// and where the parsed time goes.
+type timeFlag struct {
+	flag, value string
+	dst         *time.Time
+}
+
+// parseTimeFlags parses each flag that was given (its value not empty)
+// into its dst; a value that is not an RFC 3339 time is an error naming
+// the flag.
+func parseTimeFlags(flags ...timeFlag) error {
+	for _, f := range flags {
+		if f.value == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, f.value)
+		if err != nil {
+			return fmt.Errorf("%s %q: want an RFC 3339 time (2025-01-02T15:04:05Z)", f.flag, f.value)
+		}
+		*f.dst = t
+	}
+	return nil
 }
