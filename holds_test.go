@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,5 +257,49 @@ func TestPauseLaneRefusesBadInput(t *testing.T) {
 	}
 	if got := r.eng.LanePauses(); len(got) != 0 {
 		t.Errorf("pauses after refusals: %+v", got)
+	}
+}
+
+// TestOrphansDoNotStarveTheReaper: 600 orphans in flight past their
+// stage deadline (more than a reaper's batch of 500) neither fill the
+// reaper's batches for good nor move on: their deadlines are pushed on,
+// in flight still, and another route's expired message is reaped. An
+// orphan whose own expires_at passed fails "expired", as any message.
+func TestOrphansDoNotStarveTheReaper(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	fc := clock.NewFake(t0)
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	both := []herald.Route{{Name: "old", Carrier: &scripted{}, Policy: p}, {Name: "kept", Carrier: &scripted{}, Policy: p}}
+
+	r := rigAt(t, path, fc, both...) // not started: the test claims
+	for range 600 {
+		r.send(herald.SendRequest{Route: "old", Target: "1", Text: "x"})
+	}
+	claimed, err := r.store.Claim(ctx, herald.Claim{Now: t0, Limit: 1000, DefaultAccept: 20 * time.Second})
+	if err != nil || len(claimed) != 600 {
+		t.Fatalf("claimed %d, %v; want the 600 in flight", len(claimed), err)
+	}
+	expiring := r.send(herald.SendRequest{Route: "old", Target: "1", Text: "x", ExpiresAt: t0.Add(time.Minute)})
+	kept := r.send(herald.SendRequest{Route: "kept", Target: "1", Text: "x", ExpiresAt: t0.Add(2 * time.Minute)})
+	r.shutDown()
+
+	r = rigAt(t, path, fc, both[1]) // "old" removed
+	if err := r.eng.PauseLane(ctx, herald.LanePause{Route: "kept", Reason: "so that its message expires"}); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	r.advance(3 * time.Minute)
+	if m := r.get(kept.ID); m.Status != herald.StatusDeliveryFailed || !strings.HasPrefix(m.LastError, "expired") {
+		t.Errorf("the kept route's expired message is %s (%q), want DELIVERY_FAILED, expired: the reaper was starved", m.Status, m.LastError)
+	}
+	if m := r.get(expiring.ID); m.Status != herald.StatusDeliveryFailed {
+		t.Errorf("the expired orphan is %s, want DELIVERY_FAILED", m.Status)
+	}
+	now := fc.Now()
+	for _, c := range claimed[:5] {
+		if m := r.get(c.ID); m.Status != herald.StatusSentToNS || m.Attempt != 1 || !m.Deadline.After(now) {
+			t.Errorf("orphan in flight: %s attempt %d deadline %v; want SENT_TO_NS, attempt 1, a deadline after %v", m.Status, m.Attempt, m.Deadline, now)
+		}
 	}
 }

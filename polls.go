@@ -48,8 +48,12 @@ func (e *Engine) startPolls(ctx context.Context) (int, error) {
 	var latest time.Duration
 	for _, m := range due {
 		r, ok := e.route(m.Route)
-		if !ok || !e.polls.take(m, r.Policy) {
-			continue // an orphan waits for its route (holds.go); a full route waits for a slot
+		if !ok {
+			e.deferOrphanPoll(ctx, m, now)
+			continue
+		}
+		if !e.polls.take(m, r.Policy) {
+			continue // a full route waits for a slot
 		}
 		started++
 		if behind := now.Sub(m.DueAt); behind > pollLateAfter {
@@ -178,4 +182,13 @@ func (g *pollGate) give(m *Message) {
 		delete(g.lanes, lane)
 	}
 	delete(g.ids, m.ID)
+}
+
+// deferOrphanPoll moves the poll of m, a task of a route missing from the
+// configuration (an orphan, holds.go), orphanRecheck on: it waits for its
+// route without staying among the due polls, whose batches it would fill
+// ahead of other routes' polls.
+func (e *Engine) deferOrphanPoll(ctx context.Context, m *Message, now time.Time) {
+	e.record(ctx, m, Transition{From: m.Status, To: m.Status, Lease: m.Lease, At: now,
+		Deadline: m.Deadline, DueAt: now.Add(orphanRecheck)})
 }

@@ -2,12 +2,14 @@ package herald_test
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/heraldmq/herald"
+	"github.com/heraldmq/herald/clock"
 )
 
 // gatedPolls is a pull carrier whose polls wait until release is closed,
@@ -86,5 +88,51 @@ func TestPollsRunApartFromTheReaperAndBounded(t *testing.T) {
 	}
 	if c.most != 4 || len(c.polled) != len(tasks) {
 		t.Errorf("%d polls at once at most, %d tasks polled; want 4 and %d", c.most, len(c.polled), len(tasks))
+	}
+}
+
+// TestOrphanPollsDoNotStarveOthers: tasks of a route missing from the
+// configuration, their polls due ahead of another route's and more than a
+// node's poll slots, wait without holding back that route's polls.
+func TestOrphanPollsDoNotStarveOthers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "herald.db")
+	fc := clock.NewFake(t0)
+	p, _ := herald.ProfilePolicy(herald.ProfileTaskPoll)
+	p.PollConcurrency = 2
+	gone := &gatedPolls{release: make(chan struct{}), polled: map[string]bool{}}
+	close(gone.release)
+	kept := &gatedPolls{release: make(chan struct{}), polled: map[string]bool{}}
+	close(kept.release)
+	both := []herald.Route{{Name: "gone", Carrier: gone, Policy: p}, {Name: "meters", Carrier: kept, Policy: p}}
+
+	r := rigAt(t, path, fc, both...)
+	var orphans []*herald.Message
+	for i := range 10 {
+		orphans = append(orphans, r.send(herald.SendRequest{Route: "gone", Target: "m", Lane: string(rune('a' + i)), Text: "reading"}))
+	}
+	r.start()
+	r.settle()
+	for _, m := range orphans {
+		if got := r.get(m.ID).Status; got != herald.StatusDeliveredToNS {
+			t.Fatalf("task %s is %s, want DELIVERED_TO_NS", m.ID, got)
+		}
+	}
+	r.shutDown() // the tasks accepted, their first polls not yet due
+
+	r = rigAt(t, path, fc, both[1]) // "gone" removed
+	fc.Advance(5 * time.Second)     // the orphans' polls are due first
+	task := r.send(herald.SendRequest{Route: "meters", Target: "m", Text: "reading"})
+	r.start()
+	r.settle()
+	for range 10 {
+		r.advance(10 * time.Second)
+	}
+	if m := r.get(task.ID); m.Status != herald.StatusDeliverySuccessful {
+		t.Errorf("the kept route's task is %s, want DELIVERY_SUCCESSFUL: its poll waited behind the orphans'", m.Status)
+	}
+	for _, m := range orphans {
+		if got := r.get(m.ID); got.Status != herald.StatusDeliveredToNS || !got.DueAt.After(fc.Now()) {
+			t.Errorf("orphan task %s: %s, next poll %v; want DELIVERED_TO_NS, polled later", m.ID, got.Status, got.DueAt)
+		}
 	}
 }

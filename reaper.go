@@ -86,10 +86,21 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 	if m.Status.InFlight() {
 		lease = m.Lease
 	}
-	if e.isOrphan(m.Route) {
-		return // held where it is until its route is back (findOrphans)
+	expired := !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt)
+	if e.isOrphan(m.Route) && !expired {
+		// Held where it is until its route is back (findOrphans). One in
+		// flight past its stage deadline has no policy to retry or fail
+		// by: its deadline moves orphanRecheck on, so that it leaves the
+		// overdue messages, where it would fill the reaper's batches for
+		// good, and is looked at again (by its route's policy, once the
+		// route is back) then.
+		if m.Status.InFlight() && !m.Deadline.IsZero() && !now.Before(m.Deadline) {
+			e.record(ctx, m, Transition{From: m.Status, To: m.Status, Lease: m.Lease, At: now,
+				Deadline: now.Add(orphanRecheck), DueAt: m.DueAt})
+		}
+		return
 	}
-	if !m.ExpiresAt.IsZero() && !now.Before(m.ExpiresAt) {
+	if expired {
 		lastErr := "expired at " + m.ExpiresAt.UTC().Format(time.RFC3339)
 		if e.awaitingTask(m) {
 			lastErr = TaskTimeoutReason + " (" + lastErr + ")"
@@ -119,6 +130,10 @@ func (e *Engine) reapOne(ctx context.Context, m *Message) {
 		}
 	}
 }
+
+// orphanRecheck is how far the reaper moves the stage deadline of an
+// orphan in flight past its deadline: it is looked at again then.
+const orphanRecheck = 10 * time.Minute
 
 // queueRecheck is how long after a failed check of a push carrier's queue
 // (QueueChecker) the reaper checks again.

@@ -17,11 +17,19 @@ import (
 // TestLargeSendsBoundMemory sends 200 bodies of nearly 1 MiB at once to a
 // real `herald serve` with the default http: limits and checks that each
 // is answered 202 or 503 (overloaded, with Retry-After) and that the
-// server's peak resident set stays under 200 MB (more in a race build):
-// the bodies held at once are bounded by http.max_body_bytes_in_flight.
+// server's peak resident set stays under 240 MB: the bodies held at once
+// are bounded by http.max_body_bytes_in_flight (64 MiB), and the accepted
+// messages' copies on their way to the store and the sink (about 3 MB
+// each, 64 of them) come on top of a 40 MB process. Unbounded, the 200
+// bodies and their copies would take over 600 MB.
 func TestLargeSendsBoundMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test")
+	}
+	if raceBuild {
+		// The race detector's shadow memory (5 to 10 times) would be
+		// measured, not herald's. .ci/run runs this test in a plain build.
+		t.Skip("measures memory: run without -race")
 	}
 	const senders = 200
 	raiseFDLimit(t, 4*senders)
@@ -77,7 +85,8 @@ func TestLargeSendsBoundMemory(t *testing.T) {
 	if count[http.StatusAccepted] == 0 {
 		t.Errorf("no send accepted")
 	}
-	if bound := rssBound(200); peak > bound<<10 {
+	const bound = 240 // MB
+	if peak > bound<<10 {
 		t.Errorf("peak RSS %d MB, want under %d MB", peak>>10, bound)
 	}
 }

@@ -156,8 +156,9 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	if probe.slowest > time.Second {
 		t.Errorf("a probe took %v, want under 1s", probe.slowest)
 	}
-	if bound := rssBound(200); peakRSS > bound<<10 {
-		t.Errorf("peak RSS %d MB, want under %d MB", peakRSS>>10, bound)
+	const boundKB = 200 << 10
+	if peakRSS > boundKB {
+		t.Errorf("peak RSS %d MB, want under %d MB", peakRSS>>10, boundKB>>10)
 	}
 
 	// Once the clients are gone, the server's files and memory come back:
@@ -190,15 +191,6 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 func goMemory(t *testing.T, srv *serverProc) int {
 	t.Helper()
 	return int(metric(t, srv, "go_memstats_heap_inuse_bytes") + metric(t, srv, "go_memstats_stack_inuse_bytes"))
-}
-
-// rssBound returns mb, or mb times the race detector's overhead (its
-// shadow memory, 5 to 10 times) in a race build.
-func rssBound(mb int) int {
-	if raceBuild {
-		return mb * 6
-	}
-	return mb
 }
 
 // holdSlow opens one slow connection of slowKinds[k], then waits until the
