@@ -266,6 +266,15 @@ func TestClaimAheadLanesShareTheBuffer(t *testing.T) {
 	d := r.send(herald.SendRequest{Route: "dcu", Lane: "D", Text: "d"})
 	r.start()
 	eventually(t, func() bool { return r.get(d.ID).Status == herald.StatusDeliverySuccessful }, patience)
+	// Each lane's first call starts in its own time, perhaps after D's.
+	eventually(t, func() bool {
+		for _, l := range []string{"A", "B", "C"} {
+			if open, _, _ := c.state(l); open == 0 {
+				return false
+			}
+		}
+		return true
+	}, patience)
 	for _, l := range []string{"A", "B", "C"} {
 		if open, _, done := c.state(l); open != 1 || done != 0 {
 			t.Errorf("lane %s: %d calls in flight, %d ended; want its first held", l, open, done)
