@@ -111,7 +111,7 @@ func TestSendDeliversToTheSimulator(t *testing.T) {
 	ctx := context.Background()
 
 	res, err := c.Send(ctx, msg(aliceID, "hello <world> & all", nil))
-	if err != nil || res.ExternalID != "1" {
+	if err != nil || res.ExternalID != "1" || res.Answer != "200" {
 		t.Fatalf("plain: %+v, %v", res, err)
 	}
 	res, err = c.Send(ctx, msg(aliceID, "*bold* _it_ `c<d` [docs](https://core.telegram.org/bots)\n```go\nx := 1\n```",

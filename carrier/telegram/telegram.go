@@ -336,7 +336,9 @@ func (c *Carrier) SendResumable(ctx context.Context, m *herald.Message, progress
 			}
 		}
 	}
-	return herald.SendResult{ExternalID: strings.Join(ids, ",")}, nil
+	// Every chunk's call was answered 200 with "ok": true, the Bot API's one
+	// success: the timeline keeps it as the attempt's answer.
+	return herald.SendResult{ExternalID: strings.Join(ids, ","), Answer: "200"}, nil
 }
 
 // sendChunk sends one chunk, bounded by the chunk timeout.
