@@ -36,6 +36,19 @@ func rigAt(t *testing.T, path string, fc *clock.Fake, routes ...herald.Route) *r
 	return r
 }
 
+// channelRoutes returns the path of a SQLite store, a fake clock at t0
+// and a channel route of each of names, each with a scripted carrier of
+// its own: for a test that restarts herald over the same messages with
+// some of the routes.
+func channelRoutes(t *testing.T, names ...string) (string, *clock.Fake, []herald.Route) {
+	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
+	var routes []herald.Route
+	for _, name := range names {
+		routes = append(routes, herald.Route{Name: name, Carrier: &scripted{}, Policy: p})
+	}
+	return filepath.Join(t.TempDir(), "herald.db"), clock.NewFake(t0), routes
+}
+
 // shutDown stops r's engine and closes its store.
 func (r *rig) shutDown() {
 	r.t.Helper()
@@ -51,11 +64,8 @@ func (r *rig) shutDown() {
 // the route back, it delivers them.
 func TestOrphansHeldUntilTheirRouteIsBack(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "herald.db")
-	fc := clock.NewFake(t0)
-	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
-	old, kept := &scripted{}, &scripted{}
-	both := []herald.Route{{Name: "old", Carrier: old, Policy: p}, {Name: "kept", Carrier: kept, Policy: p}}
+	path, fc, both := channelRoutes(t, "old", "kept")
+	old := both[0].Carrier.(*scripted)
 
 	r := rigAt(t, path, fc, both...) // not started: the messages wait
 	var ids []string
@@ -115,10 +125,7 @@ func TestOrphansHeldUntilTheirRouteIsBack(t *testing.T) {
 // route named in the error; another tenant's stay.
 func TestFailOrphans(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "herald.db")
-	fc := clock.NewFake(t0)
-	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
-	routes := []herald.Route{{Name: "lora", Carrier: &scripted{}, Policy: p}, {Name: "chat", Carrier: &scripted{}, Policy: p}}
+	path, fc, routes := channelRoutes(t, "lora", "chat")
 	r := rigAt(t, path, fc, routes...)
 	a := r.send(herald.SendRequest{Route: "lora", Target: "1", Text: "x"})
 	b, _, err := r.eng.Send(ctx, "other", herald.SendRequest{Route: "lora", Target: "1", Text: "x"})
@@ -267,10 +274,7 @@ func TestPauseLaneRefusesBadInput(t *testing.T) {
 // orphan whose own expires_at passed fails "expired", as any message.
 func TestOrphansDoNotStarveTheReaper(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "herald.db")
-	fc := clock.NewFake(t0)
-	p, _ := herald.ProfilePolicy(herald.ProfileChannel)
-	both := []herald.Route{{Name: "old", Carrier: &scripted{}, Policy: p}, {Name: "kept", Carrier: &scripted{}, Policy: p}}
+	path, fc, both := channelRoutes(t, "old", "kept")
 
 	r := rigAt(t, path, fc, both...) // not started: the test claims
 	for range 600 {

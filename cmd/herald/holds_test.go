@@ -31,6 +31,29 @@ routes:
 	return cfg
 }
 
+// holdsNode is a herald node of the holds tests: its directory, address
+// and webhook sink stay the same across its restarts.
+type holdsNode struct {
+	t                  *testing.T
+	dir, addr, sinkURL string
+}
+
+// newHoldsNode makes a node's directory, address and sink (closed when the
+// test ends).
+func newHoldsNode(t *testing.T) *holdsNode {
+	sink := httptest.NewServer(webhooksink.New(webhooksink.Config{}))
+	t.Cleanup(sink.Close)
+	return &holdsNode{t: t, dir: t.TempDir(), addr: freeAddr(t), sinkURL: sink.URL}
+}
+
+// start runs `herald serve` on the node with holdsConfig (with the route
+// later when later) and waits until it is ready.
+func (n *holdsNode) start(later bool) *serverProc {
+	srv := startProc(n.t, n.dir, holdsConfig(n.addr, n.dir, n.sinkURL, later))
+	srv.waitReady("http://" + n.addr)
+	return srv
+}
+
 // cliAt runs the herald command line args against srv, with its key, and
 // returns what it printed as JSON (-o json); stdin is empty (not a
 // terminal).
@@ -70,13 +93,9 @@ func TestRouteRemovedKeepsItsBacklog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test")
 	}
-	sink := webhooksink.New(webhooksink.Config{})
-	sinkSrv := httptest.NewServer(sink)
-	defer sinkSrv.Close()
-	dir, addr := t.TempDir(), freeAddr(t)
+	node := newHoldsNode(t)
 
-	srv := startProc(t, dir, holdsConfig(addr, dir, sinkSrv.URL, true))
-	srv.waitReady("http://" + addr)
+	srv := node.start(true)
 	if out, err := cliAt(t, srv, "lanes", "pause", "--route", "later", "--reason", "migration"); err != nil || !strings.Contains(out, `"reason": "migration"`) {
 		t.Fatalf("lanes pause: %v\n%s", err, out)
 	}
@@ -95,8 +114,7 @@ func TestRouteRemovedKeepsItsBacklog(t *testing.T) {
 	srv.kill()
 
 	// Restarted without the route: held, listed, logged.
-	srv = startProc(t, dir, holdsConfig(addr, dir, sinkSrv.URL, false))
-	srv.waitReady("http://" + addr)
+	srv = node.start(false)
 	time.Sleep(300 * time.Millisecond)
 	for _, id := range ids {
 		if st, reason := statusOf(t, srv, id); st != "QUEUED" || reason != "route_missing" {
@@ -124,8 +142,7 @@ func TestRouteRemovedKeepsItsBacklog(t *testing.T) {
 
 	// Restarted with the route back: the pause still holds, then resumed,
 	// they are delivered.
-	srv = startProc(t, dir, holdsConfig(addr, dir, sinkSrv.URL, true))
-	srv.waitReady("http://" + addr)
+	srv = node.start(true)
 	time.Sleep(300 * time.Millisecond)
 	if st, reason := statusOf(t, srv, ids[0]); st != "QUEUED" || reason != "lane_paused" {
 		t.Errorf("after two restarts, a paused route's message: %s, %s; want QUEUED, lane_paused", st, reason)
@@ -155,12 +172,8 @@ func TestFailOrphansCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test")
 	}
-	sink := webhooksink.New(webhooksink.Config{})
-	sinkSrv := httptest.NewServer(sink)
-	defer sinkSrv.Close()
-	dir, addr := t.TempDir(), freeAddr(t)
-	srv := startProc(t, dir, holdsConfig(addr, dir, sinkSrv.URL, true))
-	srv.waitReady("http://" + addr)
+	node := newHoldsNode(t)
+	srv := node.start(true)
 	if _, err := cliAt(t, srv, "lanes", "pause", "--route", "later", "--until", "1h"); err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +182,7 @@ func TestFailOrphansCommand(t *testing.T) {
 		t.Fatalf("send: %d %v", code, err)
 	}
 	srv.kill()
-	srv = startProc(t, dir, holdsConfig(addr, dir, sinkSrv.URL, false))
-	srv.waitReady("http://" + addr)
+	srv = node.start(false)
 
 	if out, err := cliAt(t, srv, "dlq", "fail-orphans", "--route", "later"); err == nil || !strings.Contains(err.Error(), "without --yes") {
 		t.Errorf("fail-orphans without --yes nor a terminal: %v\n%s", err, out)
